@@ -1,0 +1,685 @@
+//! The synchronizer core: one atomic state word and a CLH wait queue, run by
+//! the shared-mode protocol of Java's `AbstractQueuedSynchronizer` (JDK 8).
+//!
+//! # Implementation
+//!
+//! ## The state word
+//!
+//! ```text
+//!  63                               32 31                         1   0
+//! +-----------------------------------+----------------------------+---+
+//! |  value (the policy's: permits)    |  waiters (queued threads)  | C |
+//! +-----------------------------------+----------------------------+---+
+//! ```
+//!
+//! | field | owner | meaning |
+//! |---|---|---|
+//! | `value` | the [`SharedPolicy`] | what the synchronizer counts; a semaphore's available permits |
+//! | `waiters` | the queue | threads that linked a node and have not yet acquired or cancelled |
+//! | `C` (`CLOSED`) | the queue | set once by [`RawSync::close`]; every acquire fails afterwards |
+//!
+//! The policy only ever sees and returns `value`; the core performs every
+//! compare-and-swap, so the waiter count and the closed bit are updated in the
+//! same atomic step as the value (an acquire from the queue takes permits and
+//! leaves the count in one CAS).
+//!
+//! ## The queue
+//!
+//! ```text
+//!                  prev             prev             prev
+//!    head --> +--------+ <----- +--------+ <----- +--------+ <-- tail
+//!             |   H    |        |   N1   |        |   N2   |
+//!             |(no one)| -----> |  t1    | -----> |  t2    |
+//!             +--------+  next  +--------+  next  +--------+
+//!    H.status == SIGNAL: "N1 sleeps; whoever releases through H wakes it".
+//! ```
+//!
+//! `head` is the node of the last thread that acquired through the queue (or
+//! a dummy); only its successor's owner may run the policy's hook from the
+//! queue. `prev` links are the truth, `next` links are hints. Names follow the
+//! JDK (`add_waiter`, `enq`, `do_acquire_shared`, `should_park_after_failed_acquire`,
+//! `set_head_and_propagate`, `do_release_shared`, `unpark_successor`,
+//! `cancel_acquire`) so the JDK's comments can be read beside this file.
+//!
+//! ## Invariants
+//!
+//! 1. **Nobody parks unseen.** A thread links its node (tail CAS) *before* it
+//!    increments `waiters` with an RMW on the state word, and decrements it
+//!    only in the same CAS that acquires, or when it cancels. A releaser's own
+//!    RMW on the state word therefore returns a word whose `waiters` is zero
+//!    only if every thread that may park will see the released value when it
+//!    re-checks; otherwise the releaser synchronizes with every counted
+//!    waiter's link and runs [`RawSync::do_release_shared`].
+//! 2. **`prev` is stable.** A node's `prev` is written only by its owner:
+//!    at enqueue, when it skips cancelled predecessors, and (cleared) when it
+//!    becomes head. From `tail`, `prev` links always lead back to `head`.
+//! 3. **Unique successor.** For every node in the chain at most one node has
+//!    `prev` pointing at it; its owner is the only thread that may unlink it.
+//! 4. **The head is never cancelled**, and only the head's successor moves
+//!    `head` (to its own node).
+//! 5. **Retirement** (see `node.rs` for the grace period). Each node is
+//!    retired exactly once, by exactly one of:
+//!    * R1: the thread whose node became the new head retires the old head;
+//!    * R2: the owner of the unique successor of a cancelled node, when it
+//!      skips that node (after redirecting the predecessor's `next` hint);
+//!    * R3: the owner of a cancelled node that was the tail, after swinging
+//!      `tail` back to its predecessor (so no successor ever linked to it).
+//!
+//!    R2 and R3 exclude each other: a node with a linked successor cannot win
+//!    the tail CAS, and a node that won it never gets a successor.
+//! 6. **A waiter's own node and its predecessor outlive its wait.** While a
+//!    thread waits, nobody retires its node (R1 needs it to be head's
+//!    predecessor's successor acquiring, R2 needs it cancelled, R3 is its own
+//!    act) nor its predecessor (only the waiter itself can do R1 or R2 on it).
+//!    This is why a waiter may touch both without a guard while it parks.
+//! 7. **Status values**: `CANCELLED` is final and written only by the owner;
+//!    `SIGNAL` only by the successor (arming) and `NONE`/`PROPAGATE` only by
+//!    releasers, on the head.
+//!
+//! ## Memory ordering
+//!
+//! Permits: every change of `value` is a CAS with `AcqRel`, so a release
+//! happens-before the acquire that takes what it released (the public
+//! `# Memory ordering` promise).
+//!
+//! AQS has three store-buffering pairs (`shared/AQS.md`, section 8). Each is
+//! resolved with read-modify-writes on one location, never with `SeqCst`
+//! loads or stores (which loom would weaken to `AcqRel` and so misjudge):
+//!
+//! * **P1, arm vs release.** The waiter arms its predecessor with a CAS on its
+//!   status, then re-runs the hook; the releaser bumps the state word, then
+//!   updates the head's status with a CAS (`SIGNAL -> NONE`, `NONE ->
+//!   PROPAGATE`) or a `fetch_or(0)` when it is already `PROPAGATE`. Whichever
+//!   RMW on the status comes second reads the first, so either the releaser
+//!   sees `SIGNAL` and wakes, or the waiter's re-check sees the permits.
+//! * **P2, enqueue vs release.** Invariant 1: both sides RMW the state word.
+//! * **P3, new head vs stale releaser.** After storing `head`, the new head
+//!   reads the old head's status and then its own with `fetch_or(0)`. A
+//!   releaser that read the old head RMWs that same status: if it came first
+//!   the new head sees its mark and propagates; if second, it synchronizes
+//!   with the new head and its `h == head` re-check sees the move.
+//!
+//! Wake-ups go through a per-node `wake` flag set with `Release` before
+//! `unpark_one`; `park`'s `validate` reads it under the bucket lock (shim
+//! invariant 2), and the woken owner clears it with an `Acquire` swap before
+//! re-checking anything, so a wake-up arriving before the park is never lost.
+//!
+//! ## Prior art
+//!
+//! Doug Lea, "The java.util.concurrent Synchronizer Framework" (2004), and the
+//! JDK 8 `AbstractQueuedSynchronizer`; the CLH lock of Craig, and of Magnusson,
+//! Landin and Hagersten; Scherer and Scott's timeouts for queue locks.
+
+use std::ptr;
+use std::time::Instant;
+
+use crate::node::{Node, Reclaim, CANCELLED, NONE, PROPAGATE, SIGNAL};
+use crate::sync::{deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked};
+
+/// The closed bit.
+pub(crate) const CLOSED: u64 = 1;
+/// One queued thread in the `waiters` field.
+pub(crate) const ONE_WAITER: u64 = 1 << 1;
+/// The `waiters` field: bits 1 to 31.
+const WAITER_MASK: u64 = 0xFFFF_FFFE;
+/// Where the policy's `value` starts.
+const VALUE_SHIFT: u32 = 32;
+/// The queue's half of the word: `waiters` and `CLOSED`.
+const LOW_MASK: u64 = (1 << VALUE_SHIFT) - 1;
+
+/// The policy's value held in a state word.
+#[inline]
+pub(crate) const fn value_of(state: u64) -> u32 {
+    (state >> VALUE_SHIFT) as u32
+}
+
+/// The number of queued threads in a state word.
+#[inline]
+pub(crate) const fn waiters_of(state: u64) -> u32 {
+    ((state & WAITER_MASK) >> 1) as u32
+}
+
+/// Whether a state word is closed.
+#[inline]
+pub(crate) const fn is_closed(state: u64) -> bool {
+    state & CLOSED != 0
+}
+
+/// `state` with its value replaced by `value`.
+#[inline]
+pub(crate) const fn with_value(state: u64, value: u32) -> u64 {
+    (state & LOW_MASK) | (value as u64) << VALUE_SHIFT
+}
+
+/// A successful shared acquire, as decided by a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Acquired {
+    /// The value after the acquire.
+    pub(crate) value: u32,
+    /// Whether a following shared acquire might succeed too (the JDK's
+    /// "positive return"): the next waiter is woken to try.
+    pub(crate) propagate: bool,
+}
+
+/// What a synchronizer means by its value: the two AQS hooks, as pure
+/// functions. The core runs them inside its own CAS loops.
+///
+/// Both must be cheap, must not block, and `try_acquire_shared` must not
+/// panic (it runs while the caller's node is linked into the queue).
+pub(crate) trait SharedPolicy {
+    /// Decides an acquire of `arg` from `value`. `others_queued` is true when
+    /// the caller is an arriving thread and somebody is already queued; it is
+    /// false for arrivals into an empty queue and for the first queued waiter.
+    /// Returns `None` when the caller must wait.
+    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired>;
+
+    /// Returns the value after releasing `arg`. May panic (for example on
+    /// overflow); the state word is then left unchanged.
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32;
+}
+
+/// The result of a non-blocking acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TryAcquire {
+    /// Acquired.
+    Acquired,
+    /// The policy refused; nothing changed.
+    Failed,
+    /// The synchronizer is closed.
+    Closed,
+}
+
+/// Why a blocking acquire gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AcquireFailed {
+    /// The synchronizer was closed.
+    Closed,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// The queue core shared by every synchronizer.
+pub(crate) struct RawSync {
+    state: AtomicU64,
+    head: AtomicPtr<Node>,
+    tail: AtomicPtr<Node>,
+    reclaim: Reclaim,
+}
+
+// SAFETY: all fields are atomics or `Reclaim` (atomics). The raw node pointers
+// they hold are shared on purpose; every dereference follows the reclamation
+// rules of `node.rs` (guards) and invariants 5 and 6 above.
+unsafe impl Send for RawSync {}
+// SAFETY: as above; all mutation goes through atomic operations.
+unsafe impl Sync for RawSync {}
+
+impl RawSync {
+    /// A synchronizer holding `value`, with an empty (not yet allocated) queue.
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: u32) -> Self {
+        RawSync {
+            state: AtomicU64::new((value as u64) << VALUE_SHIFT),
+            head: AtomicPtr::new(ptr::null_mut()),
+            tail: AtomicPtr::new(ptr::null_mut()),
+            reclaim: Reclaim::new(),
+        }
+    }
+
+    /// A synchronizer holding `value` (loom's atomics have no `const fn new`).
+    #[cfg(loom)]
+    pub(crate) fn new(value: u32) -> Self {
+        RawSync {
+            state: AtomicU64::new((value as u64) << VALUE_SHIFT),
+            head: AtomicPtr::new(ptr::null_mut()),
+            tail: AtomicPtr::new(ptr::null_mut()),
+            reclaim: Reclaim::new(),
+        }
+    }
+
+    /// The current state word (a snapshot).
+    #[inline]
+    pub(crate) fn state(&self) -> u64 {
+        self.state.load(Acquire)
+    }
+
+    /// Tries to acquire without queueing, as an arriving thread.
+    #[inline]
+    pub(crate) fn try_acquire_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            if is_closed(s) {
+                return TryAcquire::Closed;
+            }
+            let Some(acquired) = policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0) else {
+                return TryAcquire::Failed;
+            };
+            // AcqRel: Acquire pairs with the release that put the value there.
+            match self.state.compare_exchange_weak(s, with_value(s, acquired.value), AcqRel, Relaxed) {
+                Ok(_) => return TryAcquire::Acquired,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Acquires `arg`, queueing and parking until the policy agrees, the
+    /// synchronizer closes, or `deadline` passes.
+    #[inline]
+    pub(crate) fn acquire_shared<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        match self.try_acquire_shared(policy, arg) {
+            TryAcquire::Acquired => Ok(()),
+            TryAcquire::Closed => Err(AcquireFailed::Closed),
+            TryAcquire::Failed => {
+                if deadline.is_some_and(deadline_passed) {
+                    return Err(AcquireFailed::TimedOut);
+                }
+                self.do_acquire_shared(policy, arg, deadline)
+            }
+        }
+    }
+
+    /// Releases `arg` and wakes the queue if anyone waits.
+    #[inline]
+    pub(crate) fn release_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let value = policy.try_release_shared(value_of(s), arg);
+            // AcqRel: Release publishes the caller's writes to the acquirer;
+            // Acquire synchronizes with counted waiters' links (invariant 1).
+            match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
+                Ok(_) => break,
+                Err(actual) => s = actual,
+            }
+        }
+        if waiters_of(s) > 0 {
+            self.release_slow();
+        }
+    }
+
+    /// Applies `f` to the value until the CAS succeeds, without waking anyone;
+    /// for changes that only ever take from the value. Returns the old value,
+    /// or `Err(value)` if `f` returned `None`.
+    pub(crate) fn fetch_update_value(&self, mut f: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let Some(value) = f(value_of(s)) else {
+                return Err(value_of(s));
+            };
+            match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
+                Ok(_) => return Ok(value_of(s)),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Closes the synchronizer: every queued and future acquire fails.
+    pub(crate) fn close(&self) {
+        // AcqRel RMW (invariant 1): a waiter counted before it is visible to
+        // the walk below; a waiter counted after it reads CLOSED.
+        let old = self.state.fetch_or(CLOSED, AcqRel);
+        if is_closed(old) || waiters_of(old) == 0 {
+            return;
+        }
+        let _guard = self.reclaim.enter();
+        let mut t = self.tail.load(Acquire);
+        while !t.is_null() {
+            // SAFETY: loaded from `tail` or a `prev` link inside the guard.
+            let node = unsafe { Node::get(t) };
+            let prev = node.prev.load(Acquire);
+            if prev.is_null() {
+                break; // the head: nobody waits on it
+            }
+            if node.status.load(Acquire) != CANCELLED {
+                wake(t);
+            }
+            t = prev;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn release_slow(&self) {
+        let _guard = self.reclaim.enter();
+        self.do_release_shared();
+    }
+
+    /// The queued part of an acquire (`doAcquireSharedNanos`).
+    #[cold]
+    #[inline(never)]
+    fn do_acquire_shared<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        let mut guard = Some(self.reclaim.enter());
+        let node = self.add_waiter();
+        // SAFETY: our own node; nobody retires it while we wait (invariant 6).
+        let me = unsafe { Node::get(node) };
+        let mut timed_out = false;
+        loop {
+            let pred = me.prev.load(Relaxed); // only we write it (invariant 2)
+            if pred == self.head.load(Acquire) {
+                match self.try_acquire_queued(policy, arg) {
+                    Queued::Acquired(propagate) => {
+                        self.set_head_and_propagate(node, pred, propagate);
+                        // SAFETY: R1: `head` now names our node and we cleared
+                        // our `prev`; we are the old head's only successor, so
+                        // no link leads to it and nobody else retires it.
+                        unsafe { self.reclaim.retire(pred) };
+                        return Ok(());
+                    }
+                    Queued::Closed => {
+                        self.cancel_acquire(node);
+                        return Err(AcquireFailed::Closed);
+                    }
+                    Queued::Failed => {}
+                }
+            } else if is_closed(self.state.load(Acquire)) {
+                self.cancel_acquire(node);
+                return Err(AcquireFailed::Closed);
+            }
+            if timed_out || deadline.is_some_and(deadline_passed) {
+                self.cancel_acquire(node);
+                return Err(AcquireFailed::TimedOut);
+            }
+            if self.should_park_after_failed_acquire(pred, node) {
+                drop(guard.take()); // node invariant 4: never park inside a guard
+                let parked = park(node as usize, || me.wake.load(Acquire) == 0, deadline);
+                // Consume the wake-up before re-checking anything; Acquire
+                // makes the waker's changes visible to the re-check.
+                me.wake.swap(0, Acquire);
+                guard = Some(self.reclaim.enter());
+                timed_out = parked == Parked::TimedOut;
+            }
+        }
+    }
+
+    /// The first waiter's hook call: acquires and leaves the waiter count in
+    /// one CAS.
+    fn try_acquire_queued<P: SharedPolicy>(&self, policy: &P, arg: u32) -> Queued {
+        let mut s = self.state.load(Acquire);
+        loop {
+            if is_closed(s) {
+                return Queued::Closed;
+            }
+            let Some(acquired) = policy.try_acquire_shared(value_of(s), arg, false) else {
+                return Queued::Failed;
+            };
+            let new = with_value(s, acquired.value) - ONE_WAITER;
+            match self.state.compare_exchange_weak(s, new, AcqRel, Acquire) {
+                Ok(_) => return Queued::Acquired(acquired.propagate),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Creates, links and counts a node for the calling thread (inside a guard).
+    fn add_waiter(&self) -> *mut Node {
+        let node = Node::alloc();
+        self.enq(node);
+        // Invariant 1 (P2): counted only after linking, by an RMW.
+        self.state.fetch_add(ONE_WAITER, AcqRel);
+        node
+    }
+
+    /// Links `node` at the tail (inside a guard), creating the dummy head on
+    /// first use.
+    fn enq(&self, node: *mut Node) {
+        // SAFETY: freshly allocated and not yet published: ours alone.
+        let me = unsafe { Node::get(node) };
+        loop {
+            let t = self.tail.load(Acquire);
+            if t.is_null() {
+                self.init_queue();
+                continue;
+            }
+            me.prev.store(t, Relaxed);
+            // AcqRel: publishes `prev` and the node's initial fields.
+            if self.tail.compare_exchange(t, node, AcqRel, Acquire).is_ok() {
+                // SAFETY: `t` was the tail at our CAS. A node leaves the tail
+                // before it is retired (R3) and we entered our guard before
+                // loading it, so it is not freed.
+                unsafe { Node::get(t) }.next.store(node, Release);
+                return;
+            }
+        }
+    }
+
+    #[cold]
+    fn init_queue(&self) {
+        let dummy = Node::alloc();
+        match self.head.compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire) {
+            Ok(_) => self.tail.store(dummy, Release),
+            Err(_) => {
+                // SAFETY: never published.
+                unsafe { Node::free(dummy) };
+                // Another thread installed the head and is about to set the
+                // tail (JDK `enq`); let it run.
+                yield_now();
+            }
+        }
+    }
+
+    /// Makes `node` the head and wakes the next waiter if a following acquire
+    /// may succeed, or if a release is pending (JDK-6801020).
+    fn set_head_and_propagate(&self, node: *mut Node, pred: *mut Node, propagate: bool) {
+        // SAFETY: our own node, and our predecessor (invariant 6).
+        let (me, old) = unsafe { (Node::get(node), Node::get(pred)) };
+        self.head.store(node, Release);
+        me.prev.store(ptr::null_mut(), Release);
+        #[cfg(aqs_mutant = "no_propagate")]
+        let go = {
+            let _ = (old, me);
+            propagate
+        };
+        // P3: read both statuses with RMWs so a releaser that saw the old head
+        // either left its PROPAGATE/SIGNAL where we read it, or sees our store.
+        #[cfg(not(aqs_mutant = "no_propagate"))]
+        let go = propagate || old.status.fetch_or(0, AcqRel) < 0 || me.status.fetch_or(0, AcqRel) < 0;
+        if go {
+            self.do_release_shared();
+        }
+    }
+
+    /// Wakes the head's successor, or leaves PROPAGATE on the head so that the
+    /// next head propagates (inside a guard).
+    fn do_release_shared(&self) {
+        loop {
+            let h = self.head.load(Acquire);
+            if !h.is_null() && h != self.tail.load(Acquire) {
+                // SAFETY: loaded from `head` inside a guard.
+                let head = unsafe { Node::get(h) };
+                let ws = head.status.load(Acquire);
+                if ws == SIGNAL {
+                    if head.status.compare_exchange(SIGNAL, NONE, AcqRel, Acquire).is_err() {
+                        continue;
+                    }
+                    self.unpark_successor(h);
+                } else if ws == NONE {
+                    #[cfg(not(aqs_mutant = "no_propagate"))]
+                    if head.status.compare_exchange(NONE, PROPAGATE, AcqRel, Acquire).is_err() {
+                        continue;
+                    }
+                } else if ws == PROPAGATE {
+                    // Already marked; still RMW so that P1 and P3 order us
+                    // against the waiter's arming and the next head's read.
+                    head.status.fetch_or(0, AcqRel);
+                }
+            }
+            if h == self.head.load(Acquire) {
+                break;
+            }
+        }
+    }
+
+    /// Wakes the first live waiter after `node` (inside a guard).
+    fn unpark_successor(&self, node: *mut Node) {
+        // SAFETY: the callers hold `node` under a guard (a head they loaded,
+        // or their own node).
+        let me = unsafe { Node::get(node) };
+        let mut s = me.next.load(Acquire);
+        // SAFETY: `next` links lead only to unretired nodes when loaded
+        // (invariant 5), and we are inside a guard.
+        if s.is_null() || unsafe { Node::get(s) }.status.load(Acquire) == CANCELLED {
+            // The hint is missing or dead: walk back from the tail and keep
+            // the live node closest to `node`. Stop at a head (null `prev`),
+            // so that a stale `node` makes us wake the current first waiter.
+            s = ptr::null_mut();
+            let mut t = self.tail.load(Acquire);
+            while !t.is_null() && t != node {
+                // SAFETY: loaded from `tail` or `prev` inside the guard.
+                let n = unsafe { Node::get(t) };
+                let prev = n.prev.load(Acquire);
+                if prev.is_null() {
+                    break;
+                }
+                if n.status.load(Acquire) != CANCELLED {
+                    s = t;
+                }
+                t = prev;
+            }
+        }
+        if !s.is_null() {
+            wake(s);
+        }
+    }
+
+    /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
+    /// true only when `pred` was already armed, so that the caller re-runs the
+    /// hook once after arming before it may park (P1).
+    fn should_park_after_failed_acquire(&self, pred: *mut Node, node: *mut Node) -> bool {
+        // SAFETY: our predecessor (invariant 6).
+        let p = unsafe { Node::get(pred) };
+        let ws = p.status.load(Acquire);
+        if ws == SIGNAL {
+            return true;
+        }
+        if ws == CANCELLED {
+            self.skip_cancelled(node, pred);
+        } else if p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok() {
+            // The real code never parks on the round that armed: it re-runs
+            // the hook first. The mutant re-creates the lost wake-up.
+            #[cfg(aqs_mutant = "no_recheck")]
+            return true;
+        }
+        false
+    }
+
+    /// Unlinks the run of cancelled predecessors in front of `node`, retiring
+    /// each (R2); returns the first live predecessor. Called by `node`'s owner.
+    fn skip_cancelled(&self, node: *mut Node, mut pred: *mut Node) -> *mut Node {
+        // SAFETY: our own node (invariant 6).
+        let me = unsafe { Node::get(node) };
+        loop {
+            // SAFETY: `pred` is our predecessor: nobody but us retires it.
+            let p = unsafe { Node::get(pred) };
+            if p.status.load(Acquire) != CANCELLED {
+                return pred;
+            }
+            // Final: `p`'s owner skipped its own dead predecessors before it
+            // marked itself cancelled (and our Acquire load saw that mark). A
+            // cancelled node is never head, so `pp` is not null.
+            let pp = p.prev.load(Acquire);
+            me.prev.store(pp, Release);
+            // SAFETY: `pp` is now our predecessor (invariant 6).
+            let before = unsafe { Node::get(pp) };
+            let _ = before.next.compare_exchange(pred, node, AcqRel, Acquire);
+            // SAFETY: R2: we were `pred`'s unique successor (invariant 3); our
+            // `prev` and `pp.next` no longer lead to it, `tail` does not (we
+            // are behind it) and `head` does not (invariant 4).
+            unsafe { self.reclaim.retire(pred) };
+            pred = pp;
+        }
+    }
+
+    /// Gives up a queued acquire (timeout or close): leaves the waiter count,
+    /// marks the node cancelled, unlinks it if it is the tail, and otherwise
+    /// makes sure its successor will still be woken (inside a guard).
+    fn cancel_acquire(&self, node: *mut Node) {
+        self.state.fetch_sub(ONE_WAITER, AcqRel);
+        // SAFETY: our own node (invariant 6).
+        let me = unsafe { Node::get(node) };
+        let pred = self.skip_cancelled(node, me.prev.load(Relaxed));
+        // From here on our successor may skip and retire us (R2); we stay
+        // inside our guard, so the memory stays valid while we finish.
+        me.status.swap(CANCELLED, AcqRel);
+        if self.tail.compare_exchange(node, pred, AcqRel, Acquire).is_ok() {
+            // SAFETY: our predecessor (invariant 6).
+            let p = unsafe { Node::get(pred) };
+            let _ = p.next.compare_exchange(node, ptr::null_mut(), AcqRel, Acquire);
+            // SAFETY: R3: no successor linked behind us (the tail CAS would
+            // have failed), `tail` and `pred.next` no longer name us, and the
+            // head is never cancelled.
+            unsafe { self.reclaim.retire(node) };
+            return;
+        }
+        #[cfg(aqs_mutant = "cancel_no_wake")]
+        return;
+        // A successor is linked (or linking). Either `pred` is armed and will
+        // wake it when it releases, or we wake it now: always when `pred` is
+        // the head, since a release may have just targeted us.
+        #[allow(unreachable_code)]
+        let armed = pred != self.head.load(Acquire) && {
+            // SAFETY: our predecessor (invariant 6).
+            let p = unsafe { Node::get(pred) };
+            let ws = p.status.load(Acquire);
+            ws == SIGNAL || (ws <= 0 && p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok())
+        } && pred != self.head.load(Acquire); // became head meanwhile (the JDK's `pred.thread` test)
+        if !armed {
+            self.unpark_successor(node);
+        }
+    }
+
+    /// The queue as a list of statuses from head to tail; for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn queue_statuses(&self) -> Vec<i32> {
+        let _guard = self.reclaim.enter();
+        let mut out = Vec::new();
+        let mut t = self.tail.load(Acquire);
+        while !t.is_null() {
+            // SAFETY: inside a guard.
+            let n = unsafe { Node::get(t) };
+            out.push(n.status.load(Acquire));
+            t = n.prev.load(Acquire);
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The first waiter's hook result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queued {
+    Acquired(bool),
+    Failed,
+    Closed,
+}
+
+/// Sets `node`'s wake flag and unparks its owner (inside a guard).
+fn wake(node: *mut Node) {
+    // SAFETY: callers hold `node` under a guard.
+    unsafe { Node::get(node) }.wake.store(1, Release);
+    unpark_one(node as usize);
+}
+
+impl Drop for RawSync {
+    fn drop(&mut self) {
+        // `&mut self`: no thread is inside the queue. Free the chain from the
+        // tail (which reaches every unretired node, invariant 2 and 5), then
+        // the retired list.
+        let mut t = self.tail.load(Relaxed);
+        while !t.is_null() {
+            // SAFETY: unretired chain nodes, reachable only from here now.
+            let prev = unsafe { Node::get(t) }.prev.load(Relaxed);
+            // SAFETY: as above; each chain node is freed once.
+            unsafe { Node::free(t) };
+            t = prev;
+        }
+        self.reclaim.drain();
+    }
+}

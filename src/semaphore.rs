@@ -1,0 +1,584 @@
+//! Counting semaphores, fair and nonfair, on the queue core.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{AcquireError, TryAcquireError};
+use crate::permit::{OwnedSemaphorePermit, SemaphorePermit};
+use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquire};
+
+/// A counting semaphore: a number of permits that threads acquire and
+/// release, blocking while too few are available.
+///
+/// Permits come back when the returned [`SemaphorePermit`] (or
+/// [`OwnedSemaphorePermit`]) is dropped, including when its holder panics,
+/// unless it is [forgotten](SemaphorePermit::forget).
+/// [`add_permits`](Semaphore::add_permits) adds permits (Java's `release(n)`).
+///
+/// The API follows [tokio's `Semaphore`](https://docs.rs/tokio/latest/tokio/sync/struct.Semaphore.html)
+/// where the two overlap, with blocking methods instead of `async` ones and
+/// timed variants (`try_acquire_for`, `try_acquire_until`) in the style of
+/// `std`.
+///
+/// # Fairness
+///
+/// * [`Semaphore::new`] makes a **nonfair** (barging) semaphore, like the
+///   JDK's default: an arriving thread takes free permits even while others
+///   are queued. Queued threads are still served in FIFO order among
+///   themselves, and only the first of them competes with arrivals. This is
+///   much faster under contention, because a permit need not wait for a
+///   sleeping thread to wake up; the price is that a waiter, above all one
+///   that asks for many permits at once, can be overtaken indefinitely.
+/// * [`Semaphore::new_fair`] makes a **fair** semaphore: strict FIFO across
+///   all acquirers. While anyone is queued no call barges, `try_acquire`
+///   included: it fails rather than jump the queue. (The JDK's untimed
+///   `tryAcquire` barges even on a fair semaphore; this one does not, on
+///   purpose, like tokio's.) A large request at the head of the queue holds
+///   back smaller ones behind it, so large requests never starve.
+///
+/// In both modes one release of `k` permits ([`add_permits`](Self::add_permits)
+/// or dropping a permit of `k`) wakes, in order, every queued waiter that `k`
+/// permits can satisfy: each woken waiter that leaves permits behind wakes the
+/// next one.
+///
+/// # Memory ordering
+///
+/// Releasing permits (dropping a permit or calling `add_permits`)
+/// *happens-before* the acquire that obtains them: whatever a thread wrote
+/// before giving permits back is visible to the thread that takes them.
+///
+/// # Closing
+///
+/// [`close`](Self::close) wakes every waiter with an error and makes every
+/// later acquire fail. Permits still held may be dropped and `add_permits`
+/// still works after closing; both only change the count.
+///
+/// # Examples
+///
+/// At most two workers in a section at once:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::thread;
+/// use aqs::Semaphore;
+///
+/// let sem = Arc::new(Semaphore::new(2));
+/// let workers: Vec<_> = (0..4)
+///     .map(|i| {
+///         let sem = Arc::clone(&sem);
+///         thread::spawn(move || {
+///             let _permit = sem.acquire().expect("never closed");
+///             // at most two threads run this at a time
+///             i * 10
+///         })
+///     })
+///     .collect();
+/// let total: i32 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+/// assert_eq!(total, 60);
+/// assert_eq!(sem.available_permits(), 2);
+/// ```
+///
+/// A `static` semaphore (the constructors are `const`):
+///
+/// ```
+/// use aqs::Semaphore;
+///
+/// static LIMIT: Semaphore = Semaphore::new(8);
+///
+/// let permit = LIMIT.try_acquire_many(3).unwrap();
+/// assert_eq!(LIMIT.available_permits(), 5);
+/// drop(permit);
+/// assert_eq!(LIMIT.available_permits(), 8);
+/// ```
+pub struct Semaphore {
+    raw: RawSync,
+    policy: Policy,
+}
+
+/// The semaphore's AQS hooks.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    fair: bool,
+}
+
+impl SharedPolicy for Policy {
+    #[inline]
+    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
+        if self.fair && others_queued {
+            return None;
+        }
+        let left = value.checked_sub(arg)?;
+        Some(Acquired { value: left, propagate: left > 0 })
+    }
+
+    #[inline]
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+        match value.checked_add(arg) {
+            Some(value) => value,
+            None => overflow(value, arg),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn overflow(value: u32, arg: u32) -> ! {
+    panic!(
+        "aqs::Semaphore: returning {arg} permits to the {value} available would exceed \
+         Semaphore::MAX_PERMITS ({})",
+        Semaphore::MAX_PERMITS
+    )
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn too_many(method: &str, n: usize) -> ! {
+    panic!("aqs::Semaphore::{method}: {n} permits exceed Semaphore::MAX_PERMITS ({})", Semaphore::MAX_PERMITS)
+}
+
+/// Checks a permit count against `MAX_PERMITS`.
+#[inline]
+#[track_caller]
+fn checked(method: &str, n: usize) -> u32 {
+    if n > Semaphore::MAX_PERMITS {
+        too_many(method, n)
+    }
+    n as u32
+}
+
+impl Semaphore {
+    /// The largest number of permits a semaphore can hold, and the largest
+    /// number one call can ask for: `u32::MAX` (4 294 967 295).
+    pub const MAX_PERMITS: usize = u32::MAX as usize;
+
+    /// Creates a nonfair (barging) semaphore with `permits` permits.
+    ///
+    /// See [Fairness](Semaphore#fairness). Usable in a `static`.
+    ///
+    /// # Panics
+    ///
+    /// If `permits` exceeds [`Semaphore::MAX_PERMITS`].
+    #[cfg(not(loom))]
+    pub const fn new(permits: usize) -> Self {
+        Self::with_fairness(permits, false)
+    }
+
+    /// Creates a fair (strict FIFO) semaphore with `permits` permits.
+    ///
+    /// See [Fairness](Semaphore#fairness). Usable in a `static`.
+    ///
+    /// # Panics
+    ///
+    /// If `permits` exceeds [`Semaphore::MAX_PERMITS`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use aqs::{Semaphore, TryAcquireError};
+    ///
+    /// let sem = Semaphore::new_fair(1);
+    /// assert!(sem.is_fair());
+    /// let permit = sem.try_acquire().unwrap();
+    /// assert_eq!(sem.try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+    /// drop(permit);
+    /// assert!(sem.try_acquire().is_ok());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new_fair(permits: usize) -> Self {
+        Self::with_fairness(permits, true)
+    }
+
+    #[cfg(not(loom))]
+    const fn with_fairness(permits: usize, fair: bool) -> Self {
+        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
+        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
+    }
+
+    /// Creates a nonfair semaphore (loom build: not `const`).
+    #[cfg(loom)]
+    pub fn new(permits: usize) -> Self {
+        Self::with_fairness(permits, false)
+    }
+
+    /// Creates a fair semaphore (loom build: not `const`).
+    #[cfg(loom)]
+    pub fn new_fair(permits: usize) -> Self {
+        Self::with_fairness(permits, true)
+    }
+
+    #[cfg(loom)]
+    fn with_fairness(permits: usize, fair: bool) -> Self {
+        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
+        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
+    }
+
+    /// Whether this semaphore is fair (made by [`Semaphore::new_fair`]).
+    pub fn is_fair(&self) -> bool {
+        self.policy.fair
+    }
+
+    /// Acquires one permit, blocking until one is available.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed, before or during the wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use aqs::Semaphore;
+    ///
+    /// let sem = Semaphore::new(1);
+    /// let permit = sem.acquire().unwrap();
+    /// assert_eq!(permit.num_permits(), 1);
+    /// assert_eq!(sem.available_permits(), 0);
+    /// ```
+    #[inline]
+    pub fn acquire(&self) -> Result<SemaphorePermit<'_>, AcquireError> {
+        self.acquire_many(1)
+    }
+
+    /// Acquires `n` permits at once, blocking until they are available.
+    ///
+    /// `n == 0` returns a permit of zero permits at once (unless closed).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed, before or during the wait.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`] (such a request could never
+    /// be satisfied; it panics at once rather than block forever).
+    #[inline]
+    #[track_caller]
+    pub fn acquire_many(&self, n: usize) -> Result<SemaphorePermit<'_>, AcquireError> {
+        let n = checked("acquire_many", n);
+        match self.acquire_raw(n, None) {
+            Ok(()) => Ok(SemaphorePermit::new(self, n)),
+            Err(_) => Err(AcquireError),
+        }
+    }
+
+    /// Acquires one permit if one is available now (and, on a fair
+    /// semaphore, nobody is queued).
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::Closed`] if closed, [`TryAcquireError::NoPermits`]
+    /// otherwise.
+    #[inline]
+    pub fn try_acquire(&self) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.try_acquire_many(1)
+    }
+
+    /// Acquires `n` permits if they are available now (and, on a fair
+    /// semaphore, nobody is queued).
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::Closed`] if closed, [`TryAcquireError::NoPermits`]
+    /// otherwise.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[inline]
+    #[track_caller]
+    pub fn try_acquire_many(&self, n: usize) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        let n = checked("try_acquire_many", n);
+        self.try_acquire_raw(n).map(|()| SemaphorePermit::new(self, n))
+    }
+
+    /// Acquires one permit, waiting at most `timeout`.
+    ///
+    /// `Duration::ZERO` still takes a permit that is free now (and that
+    /// fairness allows); `Duration::MAX` waits without a deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`TryAcquireError::NoPermits`] when the time runs out (the waiter has
+    /// then left the queue, and a permit released to it at that moment is
+    /// passed on, never lost); [`TryAcquireError::Closed`] if closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aqs::{Semaphore, TryAcquireError};
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let err = sem.try_acquire_for(Duration::from_millis(10)).unwrap_err();
+    /// assert_eq!(err, TryAcquireError::NoPermits);
+    /// ```
+    pub fn try_acquire_for(&self, timeout: Duration) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.try_acquire_many_for(1, timeout)
+    }
+
+    /// Acquires one permit, waiting until `deadline` at the latest.
+    ///
+    /// A deadline in the past still takes a permit that is free now.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.try_acquire_many_until(1, deadline)
+    }
+
+    /// Acquires `n` permits, waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn try_acquire_many_for(&self, n: usize, timeout: Duration) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        let n = checked("try_acquire_many_for", n);
+        // An unrepresentable deadline (`Duration::MAX`) means "no deadline".
+        let deadline = Instant::now().checked_add(timeout);
+        self.timed_raw(n, deadline).map(|()| SemaphorePermit::new(self, n))
+    }
+
+    /// Acquires `n` permits, waiting until `deadline` at the latest.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn try_acquire_many_until(&self, n: usize, deadline: Instant) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        let n = checked("try_acquire_many_until", n);
+        self.timed_raw(n, Some(deadline)).map(|()| SemaphorePermit::new(self, n))
+    }
+
+    /// Acquires one permit, returning a permit that owns an `Arc` of the
+    /// semaphore (so it can move into another thread or a struct).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed, before or during the wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::thread;
+    /// use aqs::Semaphore;
+    ///
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let permit = Arc::clone(&sem).acquire_owned().unwrap();
+    /// thread::spawn(move || drop(permit)).join().unwrap();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn acquire_owned(self: Arc<Self>) -> Result<OwnedSemaphorePermit, AcquireError> {
+        self.acquire_many_owned(1)
+    }
+
+    /// Acquires `n` permits, returning an owning permit.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed, before or during the wait.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn acquire_many_owned(self: Arc<Self>, n: usize) -> Result<OwnedSemaphorePermit, AcquireError> {
+        let n = checked("acquire_many_owned", n);
+        match self.acquire_raw(n, None) {
+            Ok(()) => Ok(OwnedSemaphorePermit::new(self, n)),
+            Err(_) => Err(AcquireError),
+        }
+    }
+
+    /// Acquires one permit now if possible, returning an owning permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn try_acquire_owned(self: Arc<Self>) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        self.try_acquire_many_owned(1)
+    }
+
+    /// Acquires `n` permits now if possible, returning an owning permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Self::try_acquire).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn try_acquire_many_owned(self: Arc<Self>, n: usize) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        let n = checked("try_acquire_many_owned", n);
+        self.try_acquire_raw(n)?;
+        Ok(OwnedSemaphorePermit::new(self, n))
+    }
+
+    /// Adds `n` permits, waking every queued waiter they can satisfy.
+    ///
+    /// This is Java's `release(n)`; it works on a closed semaphore too.
+    ///
+    /// # Panics
+    ///
+    /// If the available permits would exceed [`Semaphore::MAX_PERMITS`]; the
+    /// semaphore is then left unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use aqs::Semaphore;
+    ///
+    /// let sem = Semaphore::new(0);
+    /// sem.add_permits(3);
+    /// assert_eq!(sem.available_permits(), 3);
+    /// ```
+    #[track_caller]
+    pub fn add_permits(&self, n: usize) {
+        if n > Self::MAX_PERMITS {
+            too_many("add_permits", n)
+        }
+        if n > 0 {
+            self.release(n as u32);
+        }
+    }
+
+    /// Takes up to `n` available permits away for good; returns how many.
+    ///
+    /// Never blocks and never wakes anyone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use aqs::Semaphore;
+    ///
+    /// let sem = Semaphore::new(5);
+    /// assert_eq!(sem.forget_permits(3), 3);
+    /// assert_eq!(sem.forget_permits(3), 2);
+    /// assert_eq!(sem.available_permits(), 0);
+    /// ```
+    pub fn forget_permits(&self, n: usize) -> usize {
+        let take = |value: u32| value.min(u32::try_from(n).unwrap_or(u32::MAX));
+        match self.raw.fetch_update_value(|value| Some(value - take(value))) {
+            Ok(old) => take(old) as usize,
+            Err(_) => unreachable!("the update always succeeds"),
+        }
+    }
+
+    /// Takes every available permit away for good; returns how many.
+    pub fn drain_permits(&self) -> usize {
+        match self.raw.fetch_update_value(|_| Some(0)) {
+            Ok(old) => old as usize,
+            Err(_) => unreachable!("the update always succeeds"),
+        }
+    }
+
+    /// The number of permits available now (a snapshot).
+    pub fn available_permits(&self) -> usize {
+        raw::value_of(self.raw.state()) as usize
+    }
+
+    /// Closes the semaphore: wakes every queued acquirer with an error, and
+    /// makes every later acquire fail.
+    ///
+    /// Permits still held can be dropped, and `add_permits` still works; both
+    /// only change the count. Closing twice does nothing more.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use aqs::{AcquireError, Semaphore};
+    ///
+    /// let sem = Semaphore::new(1);
+    /// let held = sem.acquire().unwrap();
+    /// sem.close();
+    /// assert_eq!(sem.acquire().unwrap_err(), AcquireError);
+    /// drop(held);
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn close(&self) {
+        self.raw.close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        raw::is_closed(self.raw.state())
+    }
+
+    /// Whether any thread is queued waiting for permits (a snapshot).
+    pub fn has_queued_threads(&self) -> bool {
+        self.queue_length() > 0
+    }
+
+    /// The number of threads queued waiting for permits (a snapshot; threads
+    /// that are in the middle of joining or leaving may or may not count).
+    pub fn queue_length(&self) -> usize {
+        raw::waiters_of(self.raw.state()) as usize
+    }
+
+    /// Returns `n` permits (a permit's drop, or `add_permits`).
+    #[inline]
+    #[track_caller]
+    pub(crate) fn release(&self, n: u32) {
+        self.raw.release_shared(&self.policy, n);
+    }
+
+    #[inline]
+    fn acquire_raw(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireFailed> {
+        if n == 0 {
+            return if self.is_closed() { Err(AcquireFailed::Closed) } else { Ok(()) };
+        }
+        self.raw.acquire_shared(&self.policy, n, deadline)
+    }
+
+    #[inline]
+    fn try_acquire_raw(&self, n: u32) -> Result<(), TryAcquireError> {
+        if n == 0 {
+            return if self.is_closed() { Err(TryAcquireError::Closed) } else { Ok(()) };
+        }
+        match self.raw.try_acquire_shared(&self.policy, n) {
+            TryAcquire::Acquired => Ok(()),
+            TryAcquire::Failed => Err(TryAcquireError::NoPermits),
+            TryAcquire::Closed => Err(TryAcquireError::Closed),
+        }
+    }
+
+    fn timed_raw(&self, n: u32, deadline: Option<Instant>) -> Result<(), TryAcquireError> {
+        match self.acquire_raw(n, deadline) {
+            Ok(()) => Ok(()),
+            Err(AcquireFailed::Closed) => Err(TryAcquireError::Closed),
+            Err(AcquireFailed::TimedOut) => Err(TryAcquireError::NoPermits),
+        }
+    }
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.raw.state();
+        f.debug_struct("Semaphore")
+            .field("permits", &raw::value_of(state))
+            .field("fair", &self.policy.fair)
+            .field("queued", &raw::waiters_of(state))
+            .field("closed", &raw::is_closed(state))
+            .finish()
+    }
+}
+
+impl Default for Semaphore {
+    /// A nonfair semaphore with no permits.
+    fn default() -> Self {
+        Semaphore::new(0)
+    }
+}

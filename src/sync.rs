@@ -1,0 +1,194 @@
+//! The sync shim: the only module that names `std`'s or loom's atomics, cells,
+//! threads, clocks and parking.
+//!
+//! Everything else in the crate imports these names from here, so building with
+//! `RUSTFLAGS="--cfg loom"` swaps every scheduling-relevant operation for loom's
+//! model-checked version and no code path is invisible to the model checker.
+//!
+//! Parking is the one piece loom cannot see through: `parking_lot_core` keeps
+//! its own hash table of sleeping threads behind OS locks. Under `cfg(loom)`
+//! this module therefore re-implements the small part of `parking_lot_core`'s
+//! contract that the queue relies on (`park` with a `validate` callback run
+//! under the same lock that `unpark_one` takes, and an optional timeout) on top
+//! of `loom::sync::Mutex` and `loom::thread::park`. Both back ends expose the
+//! same three functions: [`park`], [`unpark_one`] and [`deadline_passed`].
+//!
+//! # Invariants
+//!
+//! 1. A key is a node address. Keys are never dereferenced, so a late
+//!    `unpark_one` on a key whose node was freed and reused only causes a
+//!    spurious wake-up, which every caller's park loop absorbs.
+//! 2. `validate` runs with the key's queue locked, and `unpark_one` takes the
+//!    same lock. A waker that changes what `validate` tests *before* calling
+//!    `unpark_one` is therefore never lost: either `validate` sees the change,
+//!    or the sleeper is already queued and `unpark_one` finds it.
+
+use std::time::Instant;
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+
+pub(crate) use std::sync::atomic::Ordering;
+
+/// Gives the CPU away; used only when another thread must finish a short,
+/// already started step (the queue's one-time initialisation).
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// An `UnsafeCell` with loom's closure-based API on both back ends.
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// An `UnsafeCell` with loom's closure-based API on both back ends.
+#[cfg(not(loom))]
+#[derive(Debug)]
+#[allow(dead_code)] // only the loom build's node bookkeeping uses it today
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+#[allow(dead_code)]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// Why [`park`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// Another thread called [`unpark_one`] with our key.
+    Woken,
+    /// `validate` returned `false`; the thread never slept.
+    Invalid,
+    /// The deadline passed first.
+    TimedOut,
+}
+
+/// Whether `deadline` has passed. Under loom time never passes on its own:
+/// timeouts are modelled inside [`park`] instead, so models stay deterministic.
+#[inline]
+pub(crate) fn deadline_passed(deadline: Instant) -> bool {
+    #[cfg(not(loom))]
+    {
+        Instant::now() >= deadline
+    }
+    #[cfg(loom)]
+    {
+        let _ = deadline;
+        false
+    }
+}
+
+/// Parks the calling thread on `key` unless `validate` (run under the key's
+/// queue lock) returns `false`, until [`unpark_one`] on the same key or until
+/// `deadline`.
+///
+/// `validate` must not panic and must not park or unpark (it runs under a
+/// parking-lot bucket lock).
+#[cfg(not(loom))]
+pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option<Instant>) -> Parked {
+    use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
+    // SAFETY: `key` is the address of a queue node owned by the calling thread
+    // (shim invariant 1), so no other synchronizer parks on it; `validate` is a
+    // single atomic load that cannot panic or call into parking_lot; the other
+    // two callbacks do nothing.
+    let result = unsafe { parking_lot_core::park(key, validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, deadline) };
+    match result {
+        ParkResult::Unparked(_) => Parked::Woken,
+        ParkResult::Invalid => Parked::Invalid,
+        ParkResult::TimedOut => Parked::TimedOut,
+    }
+}
+
+/// Wakes one thread parked on `key`, if there is one. Remembers nothing when
+/// nobody is parked: callers set the sleeper's wake flag first (invariant 2).
+#[cfg(not(loom))]
+pub(crate) fn unpark_one(key: usize) {
+    use parking_lot_core::DEFAULT_UNPARK_TOKEN;
+    // SAFETY: the callback only returns a token, so it neither panics nor calls
+    // into parking_lot; `key` is a node address (invariant 1).
+    unsafe {
+        parking_lot_core::unpark_one(key, |_| DEFAULT_UNPARK_TOKEN);
+    }
+}
+
+#[cfg(loom)]
+mod loom_lot {
+    //! A model of `parking_lot_core::{park, unpark_one}` for loom: one mutex
+    //! stands for the bucket lock, and each sleeper waits on loom's per-thread
+    //! park token until an unparker has removed its entry.
+    use loom::sync::Mutex;
+    use loom::thread::Thread;
+
+    pub(super) struct Lot {
+        pub(super) next_ticket: u64,
+        pub(super) sleepers: Vec<(usize, u64, Thread)>,
+    }
+
+    loom::lazy_static! {
+        pub(super) static ref LOT: Mutex<Lot> = Mutex::new(Lot { next_ticket: 0, sleepers: Vec::new() });
+    }
+}
+
+#[cfg(loom)]
+pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option<Instant>) -> Parked {
+    use loom_lot::LOT;
+    let ticket = {
+        let mut lot = LOT.lock().unwrap();
+        if !validate() {
+            return Parked::Invalid;
+        }
+        let ticket = lot.next_ticket;
+        lot.next_ticket += 1;
+        lot.sleepers.push((key, ticket, loom::thread::current()));
+        ticket
+    };
+    let still_queued = |lot: &loom_lot::Lot| lot.sleepers.iter().position(|s| s.1 == ticket);
+    if deadline.is_some() {
+        // A timeout may fire at any moment: after the lock is released, either
+        // an unparker removes us first (woken) or we withdraw (timed out).
+        // loom explores both orders; this is how models reach the cancel path.
+        let mut lot = LOT.lock().unwrap();
+        return match still_queued(&lot) {
+            Some(i) => {
+                lot.sleepers.remove(i);
+                Parked::TimedOut
+            }
+            None => Parked::Woken,
+        };
+    }
+    loop {
+        loom::thread::park();
+        let lot = LOT.lock().unwrap();
+        if still_queued(&lot).is_none() {
+            return Parked::Woken;
+        }
+    }
+}
+
+#[cfg(loom)]
+pub(crate) fn unpark_one(key: usize) {
+    let sleeper = {
+        let mut lot = loom_lot::LOT.lock().unwrap();
+        lot.sleepers.iter().position(|s| s.0 == key).map(|i| lot.sleepers.remove(i))
+    };
+    if let Some((_, _, thread)) = sleeper {
+        thread.unpark();
+    }
+}
