@@ -491,7 +491,11 @@ impl RawSync {
     fn do_release_shared(&self) {
         loop {
             let h = self.head.load(Acquire);
-            if !h.is_null() && h != self.tail.load(Acquire) {
+            // Unlike the JDK, no `h != tail` shortcut: `tail` is not ordered
+            // with a waiter that armed `h` after seeing a stale head, so the
+            // shortcut could skip the status RMW that P1/P3 rely on (loom found
+            // this: the new head read a stale tail, its successor parked).
+            if !h.is_null() {
                 // SAFETY: loaded from `head` inside a guard.
                 let head = unsafe { Node::get(h) };
                 let ws = head.status.load(Acquire);
