@@ -243,6 +243,18 @@ impl Reclaim {
         }
     }
 
+    /// Whether no retired node awaits freeing; for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn retired_is_empty(&self) -> bool {
+        self.retired.load(Acquire).is_null()
+    }
+
+    /// Threads inside a guard now; for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn readers(&self) -> usize {
+        self.readers.load(Acquire)
+    }
+
     /// Frees the retired list; for `Drop`, where `&mut` proves nobody is inside.
     pub(crate) fn drain(&mut self) {
         let batch = self.retired.swap(ptr::null_mut(), Relaxed);

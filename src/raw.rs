@@ -628,12 +628,14 @@ impl RawSync {
         // wake it when it releases, or we wake it now: always when `pred` is
         // the head, since a release may have just targeted us.
         #[allow(unreachable_code)]
-        let armed = pred != self.head.load(Acquire) && {
-            // SAFETY: our predecessor (invariant 6).
-            let p = unsafe { Node::get(pred) };
-            let ws = p.status.load(Acquire);
-            ws == SIGNAL || (ws <= 0 && p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok())
-        } && pred != self.head.load(Acquire); // became head meanwhile (the JDK's `pred.thread` test)
+        let armed = pred != self.head.load(Acquire)
+            && {
+                // SAFETY: our predecessor (invariant 6).
+                let p = unsafe { Node::get(pred) };
+                let ws = p.status.load(Acquire);
+                ws == SIGNAL || (ws <= 0 && p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok())
+            }
+            && pred != self.head.load(Acquire); // became head meanwhile (the JDK's `pred.thread` test)
         if !armed {
             self.unpark_successor(node);
         }
@@ -653,6 +655,12 @@ impl RawSync {
         }
         out.reverse();
         out
+    }
+
+    /// The reclamation state; for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn reclaim(&self) -> &Reclaim {
+        &self.reclaim
     }
 }
 
@@ -685,5 +693,139 @@ impl Drop for RawSync {
             t = prev;
         }
         self.reclaim.drain();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::thread;
+    use std::time::Duration;
+
+    /// A plain counting policy (nonfair) for driving the core directly.
+    struct Count;
+
+    impl SharedPolicy for Count {
+        fn try_acquire_shared(&self, value: u32, arg: u32, _others_queued: bool) -> Option<Acquired> {
+            let left = value.checked_sub(arg)?;
+            Some(Acquired { value: left, propagate: left > 0 })
+        }
+        fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+            value.checked_add(arg).expect("overflow")
+        }
+    }
+
+    /// Bounded wait for a condition that another thread makes true.
+    fn wait_until(what: &str, cond: impl Fn() -> bool) {
+        for _ in 0..20_000 {
+            if cond() {
+                return;
+            }
+            thread::sleep(Duration::from_micros(500));
+        }
+        panic!("timed out waiting until {what}");
+    }
+
+    fn settled(sync: &RawSync) {
+        assert_eq!(sync.reclaim().readers(), 0, "a guard was leaked");
+        assert!(sync.reclaim().retired_is_empty(), "retired nodes were not freed after quiescence");
+    }
+
+    #[test]
+    fn state_word_fields_are_independent() {
+        let s = with_value(CLOSED | (3 * ONE_WAITER), 7);
+        assert_eq!(value_of(s), 7);
+        assert_eq!(waiters_of(s), 3);
+        assert!(is_closed(s));
+        let s = with_value(s, u32::MAX);
+        assert_eq!((value_of(s), waiters_of(s), is_closed(s)), (u32::MAX, 3, true));
+        let s = with_value(0x7FFF_FFFF * ONE_WAITER, 0);
+        assert_eq!((value_of(s), waiters_of(s), is_closed(s)), (0, 0x7FFF_FFFF, false));
+        assert_eq!(value_of(with_value(s, 1) - ONE_WAITER), 1);
+    }
+
+    #[test]
+    fn uncontended_use_never_creates_the_queue() {
+        let sync = RawSync::new(2);
+        assert_eq!(sync.try_acquire_shared(&Count, 2), TryAcquire::Acquired);
+        assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Failed);
+        sync.release_shared(&Count, 2);
+        assert_eq!(value_of(sync.state()), 2);
+        assert!(sync.queue_statuses().is_empty(), "the fast path touched the queue");
+    }
+
+    #[test]
+    fn queued_acquire_leaves_only_the_new_head() {
+        let sync = Arc::new(RawSync::new(0));
+        let waiter = {
+            let sync = Arc::clone(&sync);
+            thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        };
+        wait_until("the waiter is queued", || waiters_of(sync.state()) == 1);
+        sync.release_shared(&Count, 1);
+        assert_eq!(waiter.join().unwrap(), Ok(()));
+        assert_eq!(sync.queue_statuses().len(), 1, "the old head was not unlinked");
+        assert_eq!(waiters_of(sync.state()), 0);
+        settled(&sync);
+    }
+
+    #[test]
+    fn timed_out_tail_unlinks_itself() {
+        let sync = RawSync::new(0);
+        let deadline = Instant::now() + Duration::from_millis(5);
+        assert_eq!(sync.acquire_shared(&Count, 1, Some(deadline)), Err(AcquireFailed::TimedOut));
+        // Only the dummy head is left (it may keep the SIGNAL its departed
+        // successor armed, as in the JDK: at most one wasted wake attempt).
+        assert_eq!(sync.queue_statuses().len(), 1, "the cancelled tail is still linked");
+        assert_eq!(waiters_of(sync.state()), 0);
+        settled(&sync);
+    }
+
+    #[test]
+    fn cancelled_middle_node_is_skipped_and_freed() {
+        let sync = Arc::new(RawSync::new(0));
+        let first = {
+            let sync = Arc::clone(&sync);
+            thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        };
+        wait_until("the first waiter is queued", || waiters_of(sync.state()) == 1);
+        let middle = {
+            let sync = Arc::clone(&sync);
+            thread::spawn(move || sync.acquire_shared(&Count, 1, Some(Instant::now() + Duration::from_millis(200))))
+        };
+        wait_until("the middle waiter is queued", || waiters_of(sync.state()) == 2);
+        let last = {
+            let sync = Arc::clone(&sync);
+            thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        };
+        wait_until("the last waiter is queued", || waiters_of(sync.state()) == 3);
+        assert_eq!(middle.join().unwrap(), Err(AcquireFailed::TimedOut));
+        assert_eq!(waiters_of(sync.state()), 2);
+        sync.release_shared(&Count, 2);
+        assert_eq!(first.join().unwrap(), Ok(()));
+        assert_eq!(last.join().unwrap(), Ok(()));
+        assert_eq!(sync.queue_statuses().len(), 1);
+        assert_eq!(value_of(sync.state()), 0);
+        settled(&sync);
+    }
+
+    #[test]
+    fn close_wakes_every_waiter_and_empties_the_queue() {
+        let sync = Arc::new(RawSync::new(0));
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let sync = Arc::clone(&sync);
+                thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+            })
+            .collect();
+        wait_until("all four are queued", || waiters_of(sync.state()) == 4);
+        sync.close();
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), Err(AcquireFailed::Closed));
+        }
+        assert_eq!(waiters_of(sync.state()), 0);
+        assert!(sync.queue_statuses().iter().all(|&s| s == CANCELLED || s <= 0));
+        settled(&sync);
     }
 }
