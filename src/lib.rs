@@ -61,3 +61,8 @@ mod sync;
 pub use error::{AcquireError, TryAcquireError};
 pub use permit::{OwnedSemaphorePermit, SemaphorePermit};
 pub use semaphore::Semaphore;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
