@@ -117,6 +117,13 @@ fn expect_panic<R>(f: impl FnOnce() -> R) -> String {
     }
 }
 
+/// A non-blocking acquire under test; returns the permits it got.
+type TryCall<'a> = &'a dyn Fn() -> Result<usize, TryAcquireError>;
+/// A blocking acquire run by a waiter thread; returns the permits it got.
+type BlockingWaiter = Box<dyn FnOnce(Arc<Semaphore>) -> Result<usize, AcquireError> + Send>;
+/// A timed acquire run by a waiter thread; returns the permits it got.
+type TimedWaiter = Box<dyn FnOnce(Arc<Semaphore>) -> Result<usize, TryAcquireError> + Send>;
+
 fn is_no_permits<T>(r: Result<T, TryAcquireError>) -> bool {
     matches!(r, Err(TryAcquireError::NoPermits))
 }
@@ -139,7 +146,7 @@ fn arrivals_barge_past_queued_waiters_only_when_nonfair() {
         wait_queued(&sem, 1);
         assert_eq!(sem.available_permits(), 1);
 
-        let barge: [(&str, &dyn Fn() -> Result<usize, TryAcquireError>); 8] = [
+        let barge: [(&str, TryCall<'_>); 8] = [
             ("try_acquire", &|| sem.try_acquire().map(|p| p.num_permits())),
             ("try_acquire_many", &|| sem.try_acquire_many(1).map(|p| p.num_permits())),
             ("try_acquire_for(ZERO)", &|| sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())),
@@ -540,13 +547,13 @@ fn duration_max_waits_without_overflow() {
 fn close_wakes_every_waiter_with_an_error() {
     both_modes(|mode| {
         let sem = mode.arc(0);
-        let blocking: Vec<Box<dyn FnOnce(Arc<Semaphore>) -> Result<usize, AcquireError> + Send>> = vec![
+        let blocking: Vec<BlockingWaiter> = vec![
             Box::new(|s| s.acquire_many(2).map(|p| p.num_permits())),
             Box::new(|s| s.acquire().map(|p| p.num_permits())),
             Box::new(|s| s.acquire_many_owned(2).map(|p| p.num_permits())),
             Box::new(|s| s.acquire_owned().map(|p| p.num_permits())),
         ];
-        let timed: Vec<Box<dyn FnOnce(Arc<Semaphore>) -> Result<usize, TryAcquireError> + Send>> = vec![
+        let timed: Vec<TimedWaiter> = vec![
             Box::new(|s| s.try_acquire_for(LONG).map(|p| p.num_permits())),
             Box::new(|s| s.try_acquire_many_for(2, LONG).map(|p| p.num_permits())),
             Box::new(|s| s.try_acquire_until(Instant::now() + LONG).map(|p| p.num_permits())),
