@@ -207,7 +207,10 @@ impl Reclaim {
             return;
         }
         let batch = self.retired.swap(ptr::null_mut(), Acquire);
-        if self.readers.fetch_sub(1, AcqRel) == 1 {
+        // The `free_early` mutant frees the batch without checking that it was
+        // the last reader (the decrement still happens); loom must catch it.
+        let last_reader = self.readers.fetch_sub(1, AcqRel) == 1;
+        if cfg!(aqs_mutant = "free_early") || last_reader {
             // We were the only reader: nobody can reach the batch (module docs).
             // SAFETY: every node in the batch was retired (invariants 1, 2)
             // before our swap, and no reader remains who entered before that.

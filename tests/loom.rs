@@ -1,0 +1,287 @@
+//! Loom models of the queue: acquire, release, propagation, cancellation,
+//! close and node reclamation, each checked exhaustively within a preemption
+//! bound.
+//!
+//! Run (what `scripts/loom.sh` does):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release --test loom
+//! ```
+//!
+//! Every model sets its own preemption bound (the comment above each test says
+//! which and why it is enough); `LOOM_MAX_PREEMPTIONS` can only lower it, for
+//! a quick smoke run. `scripts/loom-mutants.sh` shows that these models fail on
+//! the mutants behind `--cfg aqs_mutant="..."`.
+//!
+//! Every model is small: at most three spawned threads, the main thread often
+//! being a fourth participant. Timeouts are modelled inside the loom parking
+//! shim (`src/sync.rs`): a park with a deadline may time out at any moment, and
+//! `deadline_passed` is always false, so `try_acquire_for` reaches the cancel
+//! path deterministically.
+//!
+//! What every model checks:
+//! * no lost wake-up: a thread blocked forever is loom's "deadlock" failure;
+//! * conservation at the end: `available_permits()` is what was put in minus
+//!   what was kept, and `queue_length() == 0`;
+//! * node reclamation: a node freed while another thread may still read it
+//!   fails with a causality violation or "used after it was freed"
+//!   (`src/node.rs`), and a node never freed is a loom leak.
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aqs::Semaphore;
+use loom::cell::UnsafeCell;
+use loom::thread;
+
+/// Runs `f` under loom with at most `bound` preemptions per execution
+/// (lowered further by `LOOM_MAX_PREEMPTIONS` if that is set and smaller).
+fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    let bound = builder.preemption_bound.map_or(bound, |env| env.min(bound));
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+fn semaphore(fair: bool, permits: usize) -> Arc<Semaphore> {
+    Arc::new(if fair { Semaphore::new_fair(permits) } else { Semaphore::new(permits) })
+}
+
+fn assert_quiescent(sem: &Semaphore, permits: usize) {
+    assert_eq!(sem.available_permits(), permits, "permits were lost or invented");
+    assert_eq!(sem.queue_length(), 0, "a waiter is still counted");
+}
+
+/// A critical section guarded by the permit: two holders at once, or a holder
+/// that does not happen-after the previous one's release, is a loom
+/// causality violation on this cell.
+struct Guarded(UnsafeCell<usize>);
+
+// SAFETY: accesses are supposed to be serialized by the semaphore; loom checks
+// exactly that.
+unsafe impl Sync for Guarded {}
+
+impl Guarded {
+    fn enter(&self) {
+        // SAFETY: see above; a racing access is a loom failure, not UB.
+        self.0.with_mut(|n| unsafe { *n += 1 });
+    }
+    fn total(&self) -> usize {
+        // SAFETY: read after all threads were joined.
+        self.0.with(|n| unsafe { *n })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Acquire vs release on one permit.
+
+/// One permit, three contenders (two spawned threads and main) that each
+/// acquire, touch the guarded cell, and release. Covers the queue's first use
+/// (dummy head), arming, the re-check after arming (P1), waking a parked
+/// waiter, a release racing a second enqueue, and the new head retiring the
+/// old one (R1). Bound 2: one preemption makes a contender queue behind the
+/// holder, a second places the release between a waiter's failed hook and its
+/// arming/parking, the shape `no_recheck` needs (it deadlocks here).
+fn one_permit_contenders(fair: bool) {
+    check(2, move || {
+        let sem = semaphore(fair, 1);
+        let cell = Arc::new(Guarded(UnsafeCell::new(0)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
+                thread::spawn(move || {
+                    let _p = sem.acquire().unwrap();
+                    cell.enter();
+                })
+            })
+            .collect();
+        {
+            let _p = sem.acquire().unwrap();
+            cell.enter();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(cell.total(), 3);
+        assert_quiescent(&sem, 1);
+    });
+}
+
+#[test]
+fn acquire_release_one_permit_nonfair() {
+    one_permit_contenders(false);
+}
+
+#[test]
+fn acquire_release_one_permit_fair() {
+    one_permit_contenders(true);
+}
+
+// ---------------------------------------------------------------------------
+// Release vs release: propagation.
+
+/// JDK-6801020: no permits, two threads blocked in `acquire()`, two single
+/// releases racing (one of them on main). Both waiters must finish. Bound 1:
+/// the lost wake-up needs one preemption only, the first woken waiter stopped
+/// between its hook and `set_head` while the second release runs; every other
+/// switch happens where a thread parks or exits, which costs no preemption.
+/// Bound 1 is shown to be enough: `no_propagate` and the stale-tail bug below
+/// both deadlock at bound 1 in about a second; bound 2 takes over 5 minutes.
+fn racing_releases(fair: bool) {
+    check(1, move || {
+        let sem = semaphore(fair, 0);
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = Arc::clone(&sem);
+                thread::spawn(move || sem.acquire().unwrap().forget())
+            })
+            .collect();
+        let releaser = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.add_permits(1))
+        };
+        sem.add_permits(1);
+        releaser.join().unwrap();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_quiescent(&sem, 0);
+    });
+}
+
+#[test]
+fn propagation_jdk_6801020() {
+    racing_releases(false);
+}
+
+/// The same model in fair mode. Named after the bug it caught: the JDK's
+/// `h != tail` shortcut in `do_release_shared` let a new head read a stale
+/// `tail` and skip the head-status RMW while its successor, having armed the
+/// head after reading a stale head pointer, parked. Both this model and the
+/// nonfair one fail within a second with loom's "deadlock" when the shortcut
+/// is put back (checked by hand; the fix has no mutant switch).
+#[test]
+fn regression_stale_tail_in_do_release_shared() {
+    racing_releases(true);
+}
+
+/// `add_permits(2)` with two queued waiters: the single release wakes the
+/// first, which must wake the second through `set_head_and_propagate`
+/// (`propagate` is true: a permit is left). Bound 2: main's release may race
+/// the enqueues (1) and the first waiter's propagation (2), which also covers
+/// a releaser holding the old head while the head moves (R1 under a stale
+/// reader).
+#[test]
+fn add_permits_wakes_two_waiters() {
+    check(2, || {
+        let sem = semaphore(false, 0);
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = Arc::clone(&sem);
+                thread::spawn(move || sem.acquire().unwrap().forget())
+            })
+            .collect();
+        sem.add_permits(2);
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_quiescent(&sem, 0);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// acquire_many at the head, smaller requests behind it.
+
+/// One thread wants 2 permits, another 1; main adds 1 and then 2. Whoever is
+/// first in the queue, both must end up served: the big request may sleep at
+/// the head (head-of-line) until the second release, and a small one behind
+/// or in front of it must still be woken. Bound 2, as for the propagation
+/// models: the races are release vs the head's hook and release vs arming.
+fn acquire_many_at_head(fair: bool) {
+    check(2, move || {
+        let sem = semaphore(fair, 0);
+        let big = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.acquire_many(2).unwrap().forget())
+        };
+        let small = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.acquire().unwrap().forget())
+        };
+        sem.add_permits(1);
+        sem.add_permits(2);
+        big.join().unwrap();
+        small.join().unwrap();
+        assert_quiescent(&sem, 0);
+    });
+}
+
+#[test]
+fn acquire_many_at_head_nonfair() {
+    acquire_many_at_head(false);
+}
+
+#[test]
+fn acquire_many_at_head_fair() {
+    acquire_many_at_head(true);
+}
+
+// ---------------------------------------------------------------------------
+// Cancellation racing a release.
+
+/// A timed waiter and an untimed one queue on an empty semaphore; main
+/// releases one permit. The timed park may time out at any moment, including
+/// just after the release chose it, so `cancel_acquire` must pass the wake-up
+/// on; whoever gets the permit gives it back, so the untimed waiter always
+/// finishes and the permit ends available. Covers a cancelled node skipped
+/// (and retired, R2) by its successor and a cancelled tail unlinking itself
+/// (R3). Bound 2: the timeout itself is a scheduling point, not a
+/// preemption; one preemption puts the release between the timed waiter's
+/// failed hook and its park, one more lets the untimed waiter arm around it.
+#[test]
+fn cancel_races_release() {
+    check(2, || {
+        let sem = semaphore(false, 0);
+        let timed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.try_acquire_for(Duration::from_secs(1)).is_ok())
+        };
+        let untimed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || drop(sem.acquire().unwrap()))
+        };
+        sem.add_permits(1);
+        timed.join().unwrap();
+        untimed.join().unwrap();
+        assert_quiescent(&sem, 1);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Close racing queued acquires.
+
+/// Two threads acquire on an empty semaphore while main closes it: every
+/// acquire returns (with an error: no permit was ever added), none hangs, and
+/// the queue is empty. Bound 2: close may land before, between or after the
+/// enqueues and parks; the waiter's own closed re-check and close's walk from
+/// the tail are the two sides, one preemption each.
+#[test]
+fn close_races_queued_acquires() {
+    check(2, || {
+        let sem = semaphore(false, 0);
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = Arc::clone(&sem);
+                thread::spawn(move || sem.acquire().is_err())
+            })
+            .collect();
+        sem.close();
+        for w in waiters {
+            assert!(w.join().unwrap(), "acquired from a semaphore that never had a permit");
+        }
+        assert!(sem.is_closed());
+        assert_quiescent(&sem, 0);
+    });
+}
