@@ -200,23 +200,36 @@ impl Reclaim {
     }
 
     fn leave(&self) {
-        if self.retired.load(Relaxed).is_null() {
-            // Nothing to free: just leave. Garbage retired meanwhile is freed
-            // by a later leaver or by `Drop`.
-            self.readers.fetch_sub(1, Release);
-            return;
+        let mut batch = ptr::null_mut();
+        if !self.retired.load(Acquire).is_null() {
+            batch = self.retired.swap(ptr::null_mut(), Acquire);
         }
-        let batch = self.retired.swap(ptr::null_mut(), Acquire);
-        // The `free_early` mutant frees the batch without checking that it was
-        // the last reader (the decrement still happens); loom must catch it.
-        let last_reader = self.readers.fetch_sub(1, AcqRel) == 1;
-        if cfg!(aqs_mutant = "free_early") || last_reader {
-            // We were the only reader: nobody can reach the batch (module docs).
-            // SAFETY: every node in the batch was retired (invariants 1, 2)
-            // before our swap, and no reader remains who entered before that.
-            unsafe { free_list(batch) };
-        } else if !batch.is_null() {
-            self.push_back(batch);
+        loop {
+            // AcqRel: Release publishes our accesses to whoever frees after
+            // us; Acquire (on the last decrement) makes every earlier
+            // reader's accesses happen-before our frees (module docs).
+            let last_reader = self.readers.fetch_sub(1, AcqRel) == 1;
+            if !batch.is_null() {
+                // The `free_early` mutant frees the batch without checking that
+                // it was the last reader (the decrement still happens); loom
+                // must catch it.
+                if !(cfg!(aqs_mutant = "free_early") || last_reader) {
+                    self.push_back(batch);
+                    return;
+                }
+                // We were the only reader: nobody can reach the batch.
+                // SAFETY: every node in the batch was retired (invariants 1, 2)
+                // before our swap, and no reader remains who entered before that.
+                unsafe { free_list(batch) };
+            }
+            // A reader that left before us may have pushed a batch back after
+            // our first look. If we were the last one out, take another turn
+            // so that nothing lingers once the synchronizer is quiet.
+            if !last_reader || self.retired.load(Acquire).is_null() {
+                return;
+            }
+            self.readers.fetch_add(1, Acquire);
+            batch = self.retired.swap(ptr::null_mut(), Acquire);
         }
     }
 
