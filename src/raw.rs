@@ -99,7 +99,8 @@
 //!   the new head sees its mark and propagates; if second, it synchronizes
 //!   with the new head and its `h == head` re-check sees the move.
 //!
-//! Wake-ups go through a per-node `wake` flag set with `Release` before
+//! Wake-ups go through a per-node `wake` flag set with a `Release` swap (an
+//! RMW, so it is totally ordered with the owner's clearing swap) before
 //! `unpark_one`; `park`'s `validate` reads it under the bucket lock (shim
 //! invariant 2), and the woken owner clears it with an `Acquire` swap before
 //! re-checking anything, so a wake-up arriving before the park is never lost.
@@ -114,7 +115,7 @@ use std::ptr;
 use std::time::Instant;
 
 use crate::node::{Node, Reclaim, CANCELLED, NONE, PROPAGATE, SIGNAL};
-use crate::sync::{deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked};
+use crate::sync::{deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked, Spin};
 
 /// The closed bit.
 pub(crate) const CLOSED: u64 = 1;
@@ -124,6 +125,8 @@ pub(crate) const ONE_WAITER: u64 = 1 << 1;
 const WAITER_MASK: u64 = 0xFFFF_FFFE;
 /// Where the policy's `value` starts.
 const VALUE_SHIFT: u32 = 32;
+/// The most waiters one release wakes ahead of their turn (see `wake_ahead`).
+const WAKE_AHEAD: u32 = 16;
 /// The queue's half of the word: `waiters` and `CLOSED`.
 const LOW_MASK: u64 = (1 << VALUE_SHIFT) - 1;
 
@@ -277,9 +280,31 @@ impl RawSync {
                 if deadline.is_some_and(deadline_passed) {
                     return Err(AcquireFailed::TimedOut);
                 }
-                self.do_acquire_shared(policy, arg, deadline)
+                self.acquire_slow(policy, arg, deadline)
             }
         }
+    }
+
+    /// Spins briefly, retrying as an arrival, before joining the queue: under
+    /// contention a permit is usually back within a critical section's time,
+    /// far sooner than a park and wake-up round trip.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        let spin = Spin::new();
+        while spin.spin() {
+            match self.try_acquire_shared(policy, arg) {
+                TryAcquire::Acquired => return Ok(()),
+                TryAcquire::Closed => return Err(AcquireFailed::Closed),
+                TryAcquire::Failed => {}
+            }
+        }
+        self.do_acquire_shared(policy, arg, deadline)
     }
 
     /// Releases `arg` and wakes the queue if anyone waits.
@@ -361,9 +386,12 @@ impl RawSync {
         // SAFETY: our own node; nobody retires it while we wait (invariant 6).
         let me = unsafe { Node::get(node) };
         let mut timed_out = false;
+        let mut woken = false;
+        let spin = Spin::new();
         loop {
             let pred = me.prev.load(Relaxed); // only we write it (invariant 2)
-            if pred == self.head.load(Acquire) {
+            let first = pred == self.head.load(Acquire);
+            if first {
                 match self.try_acquire_queued(policy, arg) {
                     Queued::Acquired(propagate) => {
                         self.set_head_and_propagate(node, pred, propagate);
@@ -387,6 +415,13 @@ impl RawSync {
                 self.cancel_acquire(node);
                 return Err(AcquireFailed::TimedOut);
             }
+            // The first waiter is next to run: spin a little before parking
+            // (a bounded number of rounds per wake-up, then yields).
+            // A waiter woken ahead of its turn (`wake_ahead`) spins too, for
+            // its predecessor to become head.
+            if (first || woken) && spin.spin() {
+                continue;
+            }
             if self.should_park_after_failed_acquire(pred, node) {
                 drop(guard.take()); // node invariant 4: never park inside a guard
                 let parked = park(node as usize, || me.wake.load(Acquire) == 0, deadline);
@@ -395,6 +430,8 @@ impl RawSync {
                 me.wake.swap(0, Acquire);
                 guard = Some(self.reclaim.enter());
                 timed_out = parked == Parked::TimedOut;
+                woken = !timed_out;
+                spin.reset();
             }
         }
     }
@@ -503,7 +540,9 @@ impl RawSync {
                     if head.status.compare_exchange(SIGNAL, NONE, AcqRel, Acquire).is_err() {
                         continue;
                     }
-                    self.unpark_successor(h);
+                    if let Some(first) = self.unpark_successor(h) {
+                        self.wake_ahead(first);
+                    }
                 } else if ws == NONE {
                     #[cfg(not(aqs_mutant = "no_propagate"))]
                     if head.status.compare_exchange(NONE, PROPAGATE, AcqRel, Acquire).is_err() {
@@ -521,8 +560,29 @@ impl RawSync {
         }
     }
 
-    /// Wakes the first live waiter after `node` (inside a guard).
-    fn unpark_successor(&self, node: *mut Node) {
+    /// Wakes, beyond `first`, as many further waiters as the available value
+    /// could serve at one unit each (at most [`WAKE_AHEAD`]), so that their
+    /// wake-up latencies overlap instead of adding up along the propagation
+    /// chain. Only an optimisation: the protocol never relies on these
+    /// wake-ups (each woken waiter re-checks, and propagation still wakes it
+    /// when its turn comes); a waiter woken early spins briefly for its turn.
+    fn wake_ahead(&self, first: *mut Node) {
+        let mut budget = value_of(self.state.load(Acquire)).saturating_sub(1).min(WAKE_AHEAD);
+        // SAFETY: `first` came from `unpark_successor`, inside our guard.
+        let mut n = unsafe { Node::get(first) }.next.load(Acquire);
+        while budget > 0 && !n.is_null() {
+            // SAFETY: loaded from a `next` link inside the guard (invariant 5).
+            let node = unsafe { Node::get(n) };
+            if node.status.load(Acquire) != CANCELLED {
+                wake(n);
+                budget -= 1;
+            }
+            n = node.next.load(Acquire);
+        }
+    }
+
+    /// Wakes the first live waiter after `node` and returns it (inside a guard).
+    fn unpark_successor(&self, node: *mut Node) -> Option<*mut Node> {
         // SAFETY: the callers hold `node` under a guard (a head they loaded,
         // or their own node).
         let me = unsafe { Node::get(node) };
@@ -548,9 +608,11 @@ impl RawSync {
                 t = prev;
             }
         }
-        if !s.is_null() {
-            wake(s);
+        if s.is_null() {
+            return None;
         }
+        wake(s);
+        Some(s)
     }
 
     /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
@@ -674,8 +736,16 @@ enum Queued {
 
 /// Sets `node`'s wake flag and unparks its owner (inside a guard).
 fn wake(node: *mut Node) {
+    // An RMW, not a store (loom found this): the owner consumes the flag with
+    // `swap(0)`, and a plain store of ours is not ordered against that earlier
+    // swap, so the model lets the swap come after our store in the flag's
+    // modification order (reading our indistinguishable 1) and the owner's
+    // next `validate` read its own 0: a lost wake-up. With two RMWs, either
+    // the owner's swap reads our 1 and synchronizes with everything we did
+    // before waking it, or our swap comes later and `validate`, which runs
+    // after our `unpark_one` under the same lock, must see it.
     // SAFETY: callers hold `node` under a guard.
-    unsafe { Node::get(node) }.wake.store(1, Release);
+    unsafe { Node::get(node) }.wake.swap(1, Release);
     unpark_one(node as usize);
 }
 

@@ -43,6 +43,51 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
+/// Bounded spinning before parking.
+///
+/// On std this is crossbeam's `Backoff`: exponentially longer busy-wait
+/// rounds, then a few `yield_now`s (which let a preempted permit holder run on
+/// an oversubscribed machine), then done. Under loom the budget is zero: a
+/// spin only re-runs queue code that loom already explores, and spinning would
+/// multiply the state space for nothing.
+#[derive(Debug)]
+pub(crate) struct Spin {
+    #[cfg(not(loom))]
+    backoff: crossbeam_utils::Backoff,
+}
+
+impl Spin {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Spin {
+            #[cfg(not(loom))]
+            backoff: crossbeam_utils::Backoff::new(),
+        }
+    }
+
+    /// Waits one round; returns `false` (without waiting) once the budget is spent.
+    #[inline]
+    pub(crate) fn spin(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            if self.backoff.is_completed() {
+                return false;
+            }
+            self.backoff.snooze();
+            true
+        }
+        #[cfg(loom)]
+        false
+    }
+
+    /// Restores the full budget.
+    #[inline]
+    pub(crate) fn reset(&self) {
+        #[cfg(not(loom))]
+        self.backoff.reset();
+    }
+}
+
 /// An `UnsafeCell` with loom's closure-based API on both back ends.
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
