@@ -44,6 +44,7 @@ fn merged(a: u32, b: u32) -> u32 {
 }
 
 impl<'a> SemaphorePermit<'a> {
+    #[inline]
     pub(crate) fn new(sem: &'a Semaphore, permits: u32) -> Self {
         SemaphorePermit { sem, permits }
     }
@@ -116,6 +117,7 @@ impl<'a> SemaphorePermit<'a> {
 }
 
 impl Drop for SemaphorePermit<'_> {
+    #[inline]
     fn drop(&mut self) {
         let permits = mem::take(&mut self.permits);
         if permits > 0 {
@@ -131,6 +133,7 @@ impl fmt::Debug for SemaphorePermit<'_> {
 }
 
 impl OwnedSemaphorePermit {
+    #[inline]
     pub(crate) fn new(sem: Arc<Semaphore>, permits: u32) -> Self {
         OwnedSemaphorePermit { sem, permits }
     }
@@ -175,6 +178,7 @@ impl OwnedSemaphorePermit {
 }
 
 impl Drop for OwnedSemaphorePermit {
+    #[inline]
     fn drop(&mut self) {
         let permits = mem::take(&mut self.permits);
         if permits > 0 {
