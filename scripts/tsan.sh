@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# ThreadSanitizer: the unit tests, the stress tests and the model tests,
-# with std rebuilt under TSan (-Zbuild-std) so that std's own synchronisation
-# is visible to it, and the stress tests scaled up into a soak.
+# ThreadSanitizer: the unit tests and every public test target (tests/*.rs
+# but loom), with std rebuilt under TSan (-Zbuild-std) so that std's own
+# synchronisation is visible to it, and the stress tests scaled up into a soak.
 #
 #   bash scripts/tsan.sh            # from any directory
 #
@@ -63,10 +63,18 @@ fi
 echo "--- tsan: install: ok in $((SECONDS - t0))s"
 rustc +nightly -V
 
+# The stress soak is the point; the other public test targets (all of
+# tests/*.rs but loom) and the unit tests run once, at their default size.
+others=(--lib)
+for f in tests/*.rs; do
+  name=$(basename "$f" .rs)
+  [[ "$name" == loom || "$name" == stress ]] && continue
+  others+=(--test "$name")
+done
+
 step "build (std and dev-dependencies under TSan)" \
-  "${CARGO[@]}" test "${BUILD[@]}" --lib --test stress --test model --no-run
-step "unit tests" "${CARGO[@]}" test "${BUILD[@]}" --lib
-step "model tests" "${CARGO[@]}" test "${BUILD[@]}" --test model
+  "${CARGO[@]}" test "${BUILD[@]}" "${others[@]}" --test stress --no-run
+step "unit and public tests (${others[*]})" "${CARGO[@]}" test "${BUILD[@]}" "${others[@]}"
 step "stress soak (AQS_STRESS_ITERS=${ITERS})" env AQS_STRESS_ITERS="${ITERS}" \
   "${CARGO[@]}" test "${BUILD[@]}" --test stress
 

@@ -288,6 +288,42 @@ fn one_release_wakes_every_waiter_it_can_satisfy() {
 }
 
 #[test]
+fn back_to_back_releases_wake_two_single_waiters() {
+    // JDK-6801020: two releases of one permit each, racing the first woken
+    // waiter's move to the head. The first acquires with nothing left over,
+    // so only the PROPAGATE mark the second release left on the old head
+    // tells it to wake the second waiter; without it that waiter sleeps with
+    // a permit available, and its bounded wait fails. The window is narrow:
+    // loom (the `no_propagate` mutant) proves the mark is needed; this test
+    // runs the real race many times, more so in the soak runs.
+    both(|sem| {
+        for round in 0..iters(300, 2) {
+            let s = Arc::clone(&sem);
+            let waiters = thread::spawn(move || {
+                run(2, move |_| {
+                    must_acquire(&s, 1).forget();
+                })
+            });
+            wait_until("both waiters are queued", || sem.queue_length() == 2);
+            let barrier = Arc::new(std::sync::Barrier::new(2));
+            let (s, b) = (Arc::clone(&sem), Arc::clone(&barrier));
+            let releaser = thread::spawn(move || {
+                b.wait();
+                s.add_permits(1);
+            });
+            barrier.wait();
+            for _ in 0..round % 3 {
+                thread::yield_now();
+            }
+            sem.add_permits(1);
+            releaser.join().expect("the releaser panicked");
+            waiters.join().expect("a waiter panicked");
+            settled(&sem, 0);
+        }
+    });
+}
+
+#[test]
 fn close_races_waiters_and_releases() {
     // Each round: holders cycle a permit, waiters queue, and the main thread
     // closes at a varying moment. Every worker must end with `Closed` (none
