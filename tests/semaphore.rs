@@ -4,7 +4,8 @@
 //!
 //! Every test that applies to both policies runs its body for both through
 //! [`both_modes`]. Every wait that should end is bounded by [`LONG`], so a lost
-//! wake-up fails the test instead of hanging CI. Loops scale down under Miri.
+//! wake-up fails the test instead of hanging CI (waiters' own timeouts,
+//! [`WAIT`], are longer still). Loops scale down under Miri.
 
 use std::any::Any;
 use std::hint::black_box;
@@ -18,8 +19,15 @@ use std::time::{Duration, Instant};
 
 use aqs::{AcquireError, OwnedSemaphorePermit, Semaphore, SemaphorePermit, TryAcquireError};
 
-/// The bound on every wait that is expected to end.
+/// How long the test waits for something that is expected to happen soon
+/// (a thread to finish, to queue, to report): past it, the test fails.
 const LONG: Duration = Duration::from_secs(10);
+
+/// The timeout of waiter threads' own timed acquires: only a backstop so no
+/// thread blocks forever. It must be longer than [`LONG`]: a timed waiter
+/// whose wake-up was lost still takes the permit when its deadline passes,
+/// so with equal bounds a lost wake-up would look like a slow success.
+const WAIT: Duration = Duration::from_secs(30);
 
 /// How long to give a thread to do something it must NOT do (overtake,
 /// acquire) before checking that it did not. A negative check, not a timing
@@ -84,6 +92,14 @@ impl<T> Bounded<T> {
     }
 }
 
+/// Runs `f` on its own thread and returns its result, failing after [`LONG`]:
+/// for timed and non-blocking calls that must return by themselves, so that a
+/// broken timeout fails the test instead of hanging it.
+#[track_caller]
+fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    spawn(f).join()
+}
+
 /// Polls until exactly `n` threads are queued on `sem`; panics after [`LONG`].
 #[track_caller]
 fn wait_queued(sem: &Semaphore, n: usize) {
@@ -141,44 +157,52 @@ fn arrivals_barge_past_queued_waiters_only_when_nonfair() {
         let sem = mode.arc(1);
         let big = {
             let sem = Arc::clone(&sem);
-            spawn(move || sem.try_acquire_many_for(2, LONG).map(|p| p.num_permits()))
+            spawn(move || sem.try_acquire_many_for(2, WAIT).map(|p| p.num_permits()))
         };
         wait_queued(&sem, 1);
         assert_eq!(sem.available_permits(), 1);
 
-        let barge: [(&str, TryCall<'_>); 8] = [
-            ("try_acquire", &|| sem.try_acquire().map(|p| p.num_permits())),
-            ("try_acquire_many", &|| sem.try_acquire_many(1).map(|p| p.num_permits())),
-            ("try_acquire_for(ZERO)", &|| sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())),
-            ("try_acquire_until(past)", &|| sem.try_acquire_until(past()).map(|p| p.num_permits())),
-            ("try_acquire_many_for(ZERO)", &|| sem.try_acquire_many_for(1, Duration::ZERO).map(|p| p.num_permits())),
-            ("try_acquire_many_until(past)", &|| sem.try_acquire_many_until(1, past()).map(|p| p.num_permits())),
-            ("try_acquire_owned", &|| Arc::clone(&sem).try_acquire_owned().map(|p| p.num_permits())),
-            ("try_acquire_many_owned", &|| Arc::clone(&sem).try_acquire_many_owned(1).map(|p| p.num_permits())),
-        ];
-        for (name, call) in barge {
-            // Each permit is dropped at once; the waiter (needs 2) stays queued.
-            let got = call();
-            match mode {
-                Mode::Nonfair => assert_eq!(got, Ok(1), "nonfair {name} must take the free permit"),
-                Mode::Fair => assert_eq!(got, Err(TryAcquireError::NoPermits), "fair {name} barged"),
+        // In a thread: on a fair semaphore a zero timeout that wrongly queued
+        // would wait behind the big waiter for good.
+        let sem2 = Arc::clone(&sem);
+        bounded(move || {
+            let sem = sem2;
+            let barge: [(&str, TryCall<'_>); 8] = [
+                ("try_acquire", &|| sem.try_acquire().map(|p| p.num_permits())),
+                ("try_acquire_many", &|| sem.try_acquire_many(1).map(|p| p.num_permits())),
+                ("try_acquire_for(ZERO)", &|| sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())),
+                ("try_acquire_until(past)", &|| sem.try_acquire_until(past()).map(|p| p.num_permits())),
+                ("try_acquire_many_for(ZERO)", &|| {
+                    sem.try_acquire_many_for(1, Duration::ZERO).map(|p| p.num_permits())
+                }),
+                ("try_acquire_many_until(past)", &|| sem.try_acquire_many_until(1, past()).map(|p| p.num_permits())),
+                ("try_acquire_owned", &|| Arc::clone(&sem).try_acquire_owned().map(|p| p.num_permits())),
+                ("try_acquire_many_owned", &|| Arc::clone(&sem).try_acquire_many_owned(1).map(|p| p.num_permits())),
+            ];
+            for (name, call) in barge {
+                // Each permit is dropped at once; the waiter (needs 2) stays queued.
+                let got = call();
+                match mode {
+                    Mode::Nonfair => assert_eq!(got, Ok(1), "nonfair {name} must take the free permit"),
+                    Mode::Fair => assert_eq!(got, Err(TryAcquireError::NoPermits), "fair {name} barged"),
+                }
+                assert_eq!((sem.available_permits(), sem.queue_length()), (1, 1), "after {name}");
             }
-            assert_eq!((sem.available_permits(), sem.queue_length()), (1, 1), "after {name}");
-        }
 
-        // A timed wait with a real timeout: barges on nonfair; on fair it
-        // queues behind the big waiter and times out.
-        let timeout = Duration::from_millis(20);
-        let start = Instant::now();
-        let got = sem.try_acquire_for(timeout).map(|p| p.num_permits());
-        match mode {
-            Mode::Nonfair => assert_eq!(got, Ok(1)),
-            Mode::Fair => {
-                assert_eq!(got, Err(TryAcquireError::NoPermits));
-                assert!(start.elapsed() >= timeout, "gave up before its timeout");
+            // A timed wait with a real timeout: barges on nonfair; on fair it
+            // queues behind the big waiter and times out.
+            let timeout = Duration::from_millis(20);
+            let start = Instant::now();
+            let got = sem.try_acquire_for(timeout).map(|p| p.num_permits());
+            match mode {
+                Mode::Nonfair => assert_eq!(got, Ok(1)),
+                Mode::Fair => {
+                    assert_eq!(got, Err(TryAcquireError::NoPermits));
+                    assert!(start.elapsed() >= timeout, "gave up before its timeout");
+                }
             }
-        }
-        assert_eq!((sem.available_permits(), sem.queue_length()), (1, 1));
+            assert_eq!((sem.available_permits(), sem.queue_length()), (1, 1));
+        });
 
         // On nonfair a barger can also keep the permit for good.
         if mode == Mode::Nonfair {
@@ -209,11 +233,11 @@ fn queued_waiters_acquire_in_fifo_order() {
                     // record order is the acquire order.
                     let record = || order.lock().unwrap().push(i);
                     match i % 5 {
-                        0 => sem2.try_acquire_for(LONG).map(|_p| record()).unwrap(),
+                        0 => sem2.try_acquire_for(WAIT).map(|_p| record()).unwrap(),
                         1 => sem2.acquire().map(|_p| record()).unwrap(),
                         2 => sem2.acquire_many(1).map(|_p| record()).unwrap(),
                         3 => Arc::clone(&sem2).acquire_owned().map(|_p| record()).unwrap(),
-                        _ => sem2.try_acquire_many_until(1, Instant::now() + LONG).map(|_p| record()).unwrap(),
+                        _ => sem2.try_acquire_many_until(1, Instant::now() + WAIT).map(|_p| record()).unwrap(),
                     }
                 });
                 wait_queued(&sem, i + 1); // queue them one by one
@@ -240,7 +264,7 @@ fn big_request_at_the_head_holds_back_smaller_ones() {
         let w1 = {
             let (sem, got) = (Arc::clone(&sem), got.clone());
             spawn(move || {
-                let permit = sem.try_acquire_many_for(3, LONG).expect("W1 (3 permits) timed out");
+                let permit = sem.try_acquire_many_for(3, WAIT).expect("W1 (3 permits) timed out");
                 got.send("W1").unwrap();
                 w1_may_release.recv_timeout(LONG).unwrap();
                 drop(permit);
@@ -250,7 +274,7 @@ fn big_request_at_the_head_holds_back_smaller_ones() {
         let w2 = {
             let sem = Arc::clone(&sem);
             spawn(move || {
-                let permit = sem.try_acquire_for(LONG).expect("W2 (1 permit) timed out");
+                let permit = sem.try_acquire_for(WAIT).expect("W2 (1 permit) timed out");
                 got.send("W2").unwrap();
                 drop(permit);
             })
@@ -288,7 +312,7 @@ fn one_release_wakes_every_waiter_it_can_satisfy() {
                 .map(|i| {
                     let (sem2, tx) = (Arc::clone(&sem), tx.clone());
                     let t = spawn(move || {
-                        sem2.try_acquire_for(LONG).expect("waiter timed out").forget();
+                        sem2.try_acquire_for(WAIT).expect("waiter timed out").forget();
                         tx.send(i).unwrap();
                     });
                     wait_queued(&sem, i + 1);
@@ -331,7 +355,7 @@ fn propagation_stops_at_the_first_waiter_that_does_not_fit() {
             .map(|(i, &n)| {
                 let (sem2, tx) = (Arc::clone(&sem), tx.clone());
                 let t = spawn(move || {
-                    sem2.try_acquire_many_for(n, LONG).expect("waiter timed out").forget();
+                    sem2.try_acquire_many_for(n, WAIT).expect("waiter timed out").forget();
                     tx.send(i).unwrap();
                 });
                 wait_queued(&sem, i + 1);
@@ -355,30 +379,76 @@ fn propagation_stops_at_the_first_waiter_that_does_not_fit() {
     });
 }
 
+/// Two releases of one permit each, close together, with two waiters queued:
+/// both waiters must acquire. This is the JDK-6801020 race: the first waiter
+/// takes the first permit with none left (so it would not propagate) while
+/// the second release finds the old head already signalled; without the
+/// PROPAGATE mark the second waiter would sleep with a permit available.
+/// Timing-dependent: it only sometimes reaches the window (loom covers it).
+#[test]
+fn two_close_releases_wake_two_waiters() {
+    let rounds = if cfg!(miri) { 3 } else { 100 };
+    both_modes(|mode| {
+        for round in 0..rounds {
+            let sem = mode.arc(0);
+            let waiters: Vec<_> = (0..2)
+                .map(|i| {
+                    let sem2 = Arc::clone(&sem);
+                    let t = spawn(move || sem2.try_acquire_for(WAIT).map(|p| p.forget()));
+                    wait_queued(&sem, i + 1);
+                    t
+                })
+                .collect();
+            let second = {
+                let sem = Arc::clone(&sem);
+                spawn(move || {
+                    // Release the second permit a varying moment after the
+                    // first, around when the first waiter wakes up.
+                    let delay = Duration::from_micros((round % 10) as u64 * 10);
+                    let start = Instant::now();
+                    while start.elapsed() < delay {
+                        std::hint::spin_loop();
+                    }
+                    sem.add_permits(1);
+                })
+            };
+            sem.add_permits(1);
+            second.join();
+            for (i, w) in waiters.into_iter().enumerate() {
+                assert_eq!(w.join(), Ok(()), "round {round}: waiter {i} missed its permit");
+            }
+            assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0));
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------
 // Timed waits
 // ---------------------------------------------------------------------------
 
 #[test]
 fn timed_wait_gives_up_after_its_deadline_and_leaves_the_queue() {
+    // In a thread, so a timeout that never fires fails instead of hanging.
     both_modes(|mode| {
-        let sem = mode.sem(0);
-        let timeout = Duration::from_millis(20);
-        let start = Instant::now();
-        assert_eq!(sem.try_acquire_for(timeout).unwrap_err(), TryAcquireError::NoPermits);
-        assert!(start.elapsed() >= timeout, "gave up before its timeout");
-        assert_eq!(sem.queue_length(), 0);
-        assert!(!sem.has_queued_threads());
+        bounded(move || {
+            let sem = mode.sem(0);
+            let timeout = Duration::from_millis(20);
+            let start = Instant::now();
+            assert_eq!(sem.try_acquire_for(timeout).unwrap_err(), TryAcquireError::NoPermits);
+            assert!(start.elapsed() >= timeout, "gave up before its timeout");
+            assert_eq!(sem.queue_length(), 0);
+            assert!(!sem.has_queued_threads());
 
-        // A timed request for more than is free takes nothing.
-        sem.add_permits(1);
-        let deadline = Instant::now() + timeout;
-        assert_eq!(sem.try_acquire_many_until(2, deadline).unwrap_err(), TryAcquireError::NoPermits);
-        assert!(Instant::now() >= deadline, "gave up before its deadline");
-        assert_eq!((sem.available_permits(), sem.queue_length()), (1, 0));
+            // A timed request for more than is free takes nothing.
+            sem.add_permits(1);
+            let deadline = Instant::now() + timeout;
+            assert_eq!(sem.try_acquire_many_until(2, deadline).unwrap_err(), TryAcquireError::NoPermits);
+            assert!(Instant::now() >= deadline, "gave up before its deadline");
+            assert_eq!((sem.available_permits(), sem.queue_length()), (1, 0));
 
-        // The semaphore still works.
-        assert_eq!(sem.try_acquire_for(LONG).map(|p| p.num_permits()), Ok(1));
+            // The semaphore still works.
+            assert_eq!(sem.try_acquire_for(WAIT).map(|p| p.num_permits()), Ok(1));
+        })
     });
 }
 
@@ -392,12 +462,12 @@ fn timed_out_waiter_in_the_middle_does_not_break_the_queue() {
             let sem = Arc::clone(&sem);
             spawn(move || sem.try_acquire_for(timeout).map(|p| p.forget()))
         };
-        let first = waiter(LONG);
+        let first = waiter(WAIT);
         wait_queued(&sem, 1);
         // Long enough to be still queued when the third thread queues.
         let middle = waiter(Duration::from_millis(250));
         wait_queued(&sem, 2);
-        let last = waiter(LONG);
+        let last = waiter(WAIT);
         wait_queued(&sem, 3);
         assert_eq!(middle.join(), Err(TryAcquireError::NoPermits));
         assert_eq!(sem.queue_length(), 2);
@@ -406,6 +476,20 @@ fn timed_out_waiter_in_the_middle_does_not_break_the_queue() {
         assert_eq!(last.join(), Ok(()));
         assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0));
     });
+}
+
+/// A moment near `deadline` that moves with `round`: from 40 µs before it
+/// to 140 µs after, where a timed waiter's wake-up races the release.
+fn around(deadline: Instant, round: usize) -> Instant {
+    let early = deadline.checked_sub(Duration::from_micros(40)).unwrap_or(deadline);
+    early + Duration::from_micros((round % 10) as u64 * 20)
+}
+
+/// Yields until `at`: closer to `at` than `sleep` when racing a deadline.
+fn spin_until(at: Instant) {
+    while Instant::now() < at {
+        thread::yield_now();
+    }
 }
 
 /// A permit released right at a timed waiter's deadline is either taken by
@@ -417,13 +501,12 @@ fn permit_released_at_the_deadline_is_never_swallowed() {
         let mut taken = 0;
         for round in 0..rounds {
             let sem = mode.arc(0);
-            let timeout = Duration::from_micros(300 + (round % 4) * 200);
+            let deadline = Instant::now() + Duration::from_micros(1000);
             let waiter = {
                 let sem = Arc::clone(&sem);
-                spawn(move || sem.try_acquire_for(timeout).map(|p| p.forget()).is_ok())
+                spawn(move || sem.try_acquire_until(deadline).map(|p| p.forget()).is_ok())
             };
-            // Release somewhere before, at or after the deadline.
-            thread::sleep(Duration::from_micros((round % 7) * 150));
+            spin_until(around(deadline, round));
             sem.add_permits(1);
             let got = waiter.join();
             taken += usize::from(got);
@@ -438,33 +521,36 @@ fn permit_released_at_the_deadline_is_never_swallowed() {
 /// released to the timed waiter as it gives up is passed to the next waiter.
 #[test]
 fn permit_released_to_a_timing_out_waiter_passes_to_the_next() {
-    let rounds = if cfg!(miri) { 3 } else { 100 };
+    let rounds = if cfg!(miri) { 4 } else { 120 };
     both_modes(|mode| {
+        let mut passed_on = 0;
         for round in 0..rounds {
             let sem = mode.arc(0);
-            let timeout = Duration::from_micros(1000 + (round % 4) * 250);
+            let deadline = Instant::now() + Duration::from_micros(2000);
             let timed = {
                 let sem = Arc::clone(&sem);
-                spawn(move || sem.try_acquire_for(timeout).map(|p| p.forget()).is_ok())
+                spawn(move || sem.try_acquire_until(deadline).map(|p| p.forget()).is_ok())
             };
-            // Usually the timed waiter is queued first; if it timed out
-            // already, the round still checks conservation.
-            let start = Instant::now();
-            while sem.queue_length() == 0 && start.elapsed() < timeout {
+            // Usually both queue before the deadline, the timed waiter first;
+            // if not, the round still checks conservation.
+            while sem.queue_length() < 1 && Instant::now() < deadline {
                 thread::yield_now();
             }
             let patient = {
                 let sem = Arc::clone(&sem);
-                spawn(move || sem.try_acquire_for(LONG).map(|p| p.forget()).is_ok())
+                spawn(move || sem.try_acquire_for(WAIT).map(|p| p.forget()).is_ok())
             };
-            thread::sleep(Duration::from_micros((round % 5) * 300));
+            spin_until(around(deadline, round));
             sem.add_permits(1);
             if timed.join() {
                 sem.add_permits(1); // the patient waiter needs its own
+            } else {
+                passed_on += 1;
             }
             assert!(patient.join(), "round {round}: the permit was lost; the patient waiter timed out");
             assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0), "round {round}");
         }
+        eprintln!("the permit went to the patient waiter in {passed_on} of {rounds} rounds");
     });
 }
 
@@ -554,10 +640,10 @@ fn close_wakes_every_waiter_with_an_error() {
             Box::new(|s| s.acquire_owned().map(|p| p.num_permits())),
         ];
         let timed: Vec<TimedWaiter> = vec![
-            Box::new(|s| s.try_acquire_for(LONG).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_many_for(2, LONG).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_until(Instant::now() + LONG).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_many_until(3, Instant::now() + LONG).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_for(WAIT).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_many_for(2, WAIT).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_until(Instant::now() + WAIT).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_many_until(3, Instant::now() + WAIT).map(|p| p.num_permits())),
         ];
         let mut queued = 0;
         let blocking: Vec<_> = blocking
@@ -621,10 +707,10 @@ fn closed_semaphore_refuses_acquires_but_still_counts_permits() {
                 assert_eq!(Arc::clone(&sem).try_acquire_owned().unwrap_err(), closed);
                 assert_eq!(Arc::clone(&sem).try_acquire_many_owned(2).unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_for(Duration::ZERO).unwrap_err(), closed);
-                assert_eq!(sem.try_acquire_for(LONG).unwrap_err(), closed);
+                assert_eq!(sem.try_acquire_for(WAIT).unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_until(past()).unwrap_err(), closed);
-                assert_eq!(sem.try_acquire_many_for(2, LONG).unwrap_err(), closed);
-                assert_eq!(sem.try_acquire_many_until(2, Instant::now() + LONG).unwrap_err(), closed);
+                assert_eq!(sem.try_acquire_many_for(2, WAIT).unwrap_err(), closed);
+                assert_eq!(sem.try_acquire_many_until(2, Instant::now() + WAIT).unwrap_err(), closed);
             })
         };
         t.join();
@@ -681,7 +767,7 @@ fn add_permits_past_max_panics_and_changes_nothing() {
         // A waiter for MAX permits queues, so the panic happens with a queue.
         let waiter = {
             let sem = Arc::clone(&sem);
-            spawn(move || sem.try_acquire_many_for(MAX, LONG).map(|p| p.num_permits()))
+            spawn(move || sem.try_acquire_many_for(MAX, WAIT).map(|p| p.num_permits()))
         };
         wait_queued(&sem, 1);
 
@@ -721,8 +807,8 @@ fn requests_above_max_permits_panic_at_once() {
                 let calls: [(&str, &dyn Fn()); 6] = [
                     ("acquire_many", &|| drop(sem.acquire_many(TOO_MANY))),
                     ("try_acquire_many", &|| drop(sem.try_acquire_many(TOO_MANY))),
-                    ("try_acquire_many_for", &|| drop(sem.try_acquire_many_for(TOO_MANY, LONG))),
-                    ("try_acquire_many_until", &|| drop(sem.try_acquire_many_until(TOO_MANY, Instant::now() + LONG))),
+                    ("try_acquire_many_for", &|| drop(sem.try_acquire_many_for(TOO_MANY, WAIT))),
+                    ("try_acquire_many_until", &|| drop(sem.try_acquire_many_until(TOO_MANY, Instant::now() + WAIT))),
                     ("acquire_many_owned", &|| drop(Arc::clone(&sem).acquire_many_owned(TOO_MANY))),
                     ("try_acquire_many_owned", &|| drop(Arc::clone(&sem).try_acquire_many_owned(TOO_MANY))),
                 ];
@@ -745,7 +831,7 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
         let sem = mode.arc(0);
         let waiter = {
             let sem = Arc::clone(&sem);
-            spawn(move || sem.try_acquire_for(LONG).map(|p| p.num_permits()))
+            spawn(move || sem.try_acquire_for(WAIT).map(|p| p.num_permits()))
         };
         wait_queued(&sem, 1);
 
@@ -756,7 +842,7 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
                 assert_eq!(sem.acquire_many(0).unwrap().num_permits(), 0);
                 assert_eq!(sem.try_acquire_many(0).unwrap().num_permits(), 0);
                 assert_eq!(sem.try_acquire_many_for(0, Duration::ZERO).unwrap().num_permits(), 0);
-                assert_eq!(sem.try_acquire_many_for(0, LONG).unwrap().num_permits(), 0);
+                assert_eq!(sem.try_acquire_many_for(0, WAIT).unwrap().num_permits(), 0);
                 assert_eq!(sem.try_acquire_many_until(0, past()).unwrap().num_permits(), 0);
                 assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap().num_permits(), 0);
                 assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap().num_permits(), 0);
@@ -773,7 +859,7 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
             spawn(move || {
                 assert_eq!(sem.acquire_many(0).unwrap_err(), AcquireError);
                 assert_eq!(sem.try_acquire_many(0).unwrap_err(), TryAcquireError::Closed);
-                assert_eq!(sem.try_acquire_many_for(0, LONG).unwrap_err(), TryAcquireError::Closed);
+                assert_eq!(sem.try_acquire_many_for(0, WAIT).unwrap_err(), TryAcquireError::Closed);
                 assert_eq!(sem.try_acquire_many_until(0, past()).unwrap_err(), TryAcquireError::Closed);
                 assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap_err(), AcquireError);
                 assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap_err(), TryAcquireError::Closed);
@@ -810,7 +896,7 @@ fn release_happens_before_the_acquire_that_takes_the_permit() {
             let reader = {
                 let (sem, plain, slot) = (Arc::clone(&sem), Arc::clone(&plain), Arc::clone(&slot));
                 spawn(move || {
-                    let _permit = sem.try_acquire_for(LONG).expect("reader timed out");
+                    let _permit = sem.try_acquire_for(WAIT).expect("reader timed out");
                     let seen = plain.load(Relaxed);
                     let boxed = slot.swap(ptr::null_mut(), Relaxed);
                     assert!(!boxed.is_null(), "round {round}: the pointer store was not visible");
@@ -930,7 +1016,7 @@ fn forget_and_drain_leave_waiters_queued() {
         let sem = mode.arc(1);
         let waiter = {
             let sem = Arc::clone(&sem);
-            spawn(move || sem.try_acquire_many_for(2, LONG).map(|p| p.num_permits()))
+            spawn(move || sem.try_acquire_many_for(2, WAIT).map(|p| p.num_permits()))
         };
         wait_queued(&sem, 1);
         assert_eq!(sem.drain_permits(), 1);
@@ -976,8 +1062,8 @@ fn static_semaphores_work() {
 
     let held = FAIR.try_acquire().unwrap();
     let waiter = spawn(|| {
-        let fair = FAIR.try_acquire_for(LONG).map(|p| p.num_permits());
-        let nonfair = NONFAIR.try_acquire_many_for(2, LONG).map(|p| p.num_permits());
+        let fair = FAIR.try_acquire_for(WAIT).map(|p| p.num_permits());
+        let nonfair = NONFAIR.try_acquire_many_for(2, WAIT).map(|p| p.num_permits());
         (fair, nonfair)
     });
     wait_queued(&FAIR, 1);
@@ -995,7 +1081,7 @@ fn static_semaphores_work() {
 #[test]
 fn stress_never_exceeds_the_limit_and_conserves_permits() {
     const PERMITS: usize = 3;
-    let (threads, rounds) = if cfg!(miri) { (3, 10) } else { (8, 400) };
+    let (threads, rounds) = if cfg!(miri) { (3, 10) } else { (8, 1500) };
 
     fn hold(held: &AtomicUsize, max: &AtomicUsize, n: usize) {
         let now = held.fetch_add(n, SeqCst) + n;
