@@ -297,7 +297,7 @@ fn back_to_back_releases_wake_two_single_waiters() {
     // loom (the `no_propagate` mutant) proves the mark is needed; this test
     // runs the real race many times, more so in the soak runs.
     both(|sem| {
-        for round in 0..iters(300, 2) {
+        for round in 0..iters(100, 2) {
             let s = Arc::clone(&sem);
             let waiters = thread::spawn(move || {
                 run(2, move |_| {
