@@ -179,6 +179,12 @@ pub(crate) trait SharedPolicy {
     /// Returns the value after releasing `arg`. May panic (for example on
     /// overflow); the state word is then left unchanged.
     fn try_release_shared(&self, value: u32, arg: u32) -> u32;
+
+    /// Whether arrivals may take the value while others are queued (a
+    /// nonfair policy). Only such arrivals spin before queueing: a fair
+    /// arrival that spun outside the queue would race other arrivals for a
+    /// free value and break FIFO order.
+    fn barging(&self) -> bool;
 }
 
 /// The result of a non-blocking acquire.
@@ -287,7 +293,10 @@ impl RawSync {
 
     /// Spins briefly, retrying as an arrival, before joining the queue: under
     /// contention a permit is usually back within a critical section's time,
-    /// far sooner than a park and wake-up round trip.
+    /// far sooner than a park and wake-up round trip. Only barging policies
+    /// spin here, and only while nobody is queued (with waiters parked, the
+    /// value is unlikely to come free soon, and spinning would take CPU from
+    /// the threads that hold it; parking_lot's mutex uses the same rule).
     #[cold]
     #[inline(never)]
     fn acquire_slow<P: SharedPolicy>(
@@ -297,7 +306,7 @@ impl RawSync {
         deadline: Option<Instant>,
     ) -> Result<(), AcquireFailed> {
         let spin = Spin::new();
-        while spin.spin() {
+        while policy.barging() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin() {
             match self.try_acquire_shared(policy, arg) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),
@@ -517,7 +526,20 @@ impl RawSync {
         // P3: read both statuses with RMWs so a releaser that saw the old head
         // either left its PROPAGATE/SIGNAL where we read it, or sees our store.
         #[cfg(not(aqs_mutant = "no_propagate"))]
-        let go = propagate || old.status.fetch_or(0, AcqRel) < 0 || me.status.fetch_or(0, AcqRel) < 0;
+        let go = propagate || old.status.fetch_or(0, AcqRel) < 0 || {
+            // Our own status is SIGNAL whenever a successor is parked. The JDK
+            // propagates on that too, waking the successor after every queued
+            // acquire even with nothing left for it (it wakes, fails, parks
+            // again: a futex round trip per hand-off). We wake it only if
+            // there is value to take now. That is enough: a release that went
+            // through the old head before our switch either left PROPAGATE
+            // there (caught above) or cleared its SIGNAL, and then our
+            // `fetch_or` on the old head read that RMW, so the state load
+            // below sees its permits. A release after the switch sees our
+            // SIGNAL and wakes the successor itself.
+            let own = me.status.fetch_or(0, AcqRel);
+            own == PROPAGATE || (own == SIGNAL && value_of(self.state.load(Acquire)) > 0)
+        };
         if go {
             self.do_release_shared();
         }
@@ -788,6 +810,9 @@ mod tests {
         }
         fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
             value.checked_add(arg).expect("overflow")
+        }
+        fn barging(&self) -> bool {
+            true
         }
     }
 

@@ -113,6 +113,11 @@ impl SharedPolicy for Policy {
     }
 
     #[inline]
+    fn barging(&self) -> bool {
+        !self.fair
+    }
+
+    #[inline]
     fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
         match value.checked_add(arg) {
             Some(value) => value,
