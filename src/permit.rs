@@ -11,6 +11,13 @@ use crate::semaphore::Semaphore;
 /// Returned by [`Semaphore::acquire`] and friends. The permits go back on
 /// drop, also while unwinding from a panic, unless [`forget`](Self::forget)
 /// is called.
+///
+/// # Panics
+///
+/// Dropping panics if giving the permits back would push the available count
+/// past [`Semaphore::MAX_PERMITS`], which can only happen after
+/// [`Semaphore::add_permits`] added permits while these were held; the count
+/// is then left unchanged.
 #[must_use = "dropping a permit returns it to the semaphore at once"]
 pub struct SemaphorePermit<'a> {
     sem: &'a Semaphore,
@@ -21,6 +28,10 @@ pub struct SemaphorePermit<'a> {
 ///
 /// Returned by [`Semaphore::acquire_owned`] and friends; it keeps the
 /// semaphore alive, so it is `'static` and can move between threads freely.
+///
+/// # Panics
+///
+/// Dropping panics in the same (avoidable) case as [`SemaphorePermit`]'s.
 #[must_use = "dropping a permit returns it to the semaphore at once"]
 pub struct OwnedSemaphorePermit {
     sem: Arc<Semaphore>,

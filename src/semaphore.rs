@@ -168,6 +168,7 @@ impl Semaphore {
     /// If `permits` exceeds [`Semaphore::MAX_PERMITS`].
     #[cfg(not(loom))]
     pub const fn new(permits: usize) -> Self {
+        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
         Self::with_fairness(permits, false)
     }
 
@@ -193,12 +194,13 @@ impl Semaphore {
     /// ```
     #[cfg(not(loom))]
     pub const fn new_fair(permits: usize) -> Self {
+        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new_fair: permits exceed Semaphore::MAX_PERMITS");
         Self::with_fairness(permits, true)
     }
 
+    /// The constructors check `permits` first, so their panics name them.
     #[cfg(not(loom))]
     const fn with_fairness(permits: usize, fair: bool) -> Self {
-        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
         Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
     }
 
