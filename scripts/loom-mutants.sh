@@ -47,7 +47,6 @@ mutants=(
   "no_recheck|acquire_release_one_permit_nonfair|$deadlock"
   "cancel_no_wake|cancel_races_release|$deadlock"
   "free_early|add_permits_wakes_two_waiters|$freed"
-  "wake_store|add_permits_wakes_two_waiters|$deadlock"
 )
 
 log_dir=$(mktemp -d)

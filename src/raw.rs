@@ -125,8 +125,6 @@ pub(crate) const ONE_WAITER: u64 = 1 << 1;
 const WAITER_MASK: u64 = 0xFFFF_FFFE;
 /// Where the policy's `value` starts.
 const VALUE_SHIFT: u32 = 32;
-/// The most waiters one release wakes ahead of their turn (see `wake_ahead`).
-const WAKE_AHEAD: u32 = 16;
 /// The queue's half of the word: `waiters` and `CLOSED`.
 const LOW_MASK: u64 = (1 << VALUE_SHIFT) - 1;
 
@@ -395,7 +393,6 @@ impl RawSync {
         // SAFETY: our own node; nobody retires it while we wait (invariant 6).
         let me = unsafe { Node::get(node) };
         let mut timed_out = false;
-        let mut woken = false;
         let spin = Spin::new();
         loop {
             let pred = me.prev.load(Relaxed); // only we write it (invariant 2)
@@ -426,9 +423,7 @@ impl RawSync {
             }
             // The first waiter is next to run: spin a little before parking
             // (a bounded number of rounds per wake-up, then yields).
-            // A waiter woken ahead of its turn (`wake_ahead`) spins too, for
-            // its predecessor to become head.
-            if (first || woken) && spin.spin() {
+            if first && spin.spin() {
                 continue;
             }
             if self.should_park_after_failed_acquire(pred, node) {
@@ -439,7 +434,6 @@ impl RawSync {
                 me.wake.swap(0, Acquire);
                 guard = Some(self.reclaim.enter());
                 timed_out = parked == Parked::TimedOut;
-                woken = !timed_out;
                 spin.reset();
             }
         }
@@ -562,9 +556,7 @@ impl RawSync {
                     if head.status.compare_exchange(SIGNAL, NONE, AcqRel, Acquire).is_err() {
                         continue;
                     }
-                    if let Some(first) = self.unpark_successor(h) {
-                        self.wake_ahead(first);
-                    }
+                    self.unpark_successor(h);
                 } else if ws == NONE {
                     #[cfg(not(aqs_mutant = "no_propagate"))]
                     if head.status.compare_exchange(NONE, PROPAGATE, AcqRel, Acquire).is_err() {
@@ -582,29 +574,8 @@ impl RawSync {
         }
     }
 
-    /// Wakes, beyond `first`, as many further waiters as the available value
-    /// could serve at one unit each (at most [`WAKE_AHEAD`]), so that their
-    /// wake-up latencies overlap instead of adding up along the propagation
-    /// chain. Only an optimisation: the protocol never relies on these
-    /// wake-ups (each woken waiter re-checks, and propagation still wakes it
-    /// when its turn comes); a waiter woken early spins briefly for its turn.
-    fn wake_ahead(&self, first: *mut Node) {
-        let mut budget = value_of(self.state.load(Acquire)).saturating_sub(1).min(WAKE_AHEAD);
-        // SAFETY: `first` came from `unpark_successor`, inside our guard.
-        let mut n = unsafe { Node::get(first) }.next.load(Acquire);
-        while budget > 0 && !n.is_null() {
-            // SAFETY: loaded from a `next` link inside the guard (invariant 5).
-            let node = unsafe { Node::get(n) };
-            if node.status.load(Acquire) != CANCELLED {
-                wake(n);
-                budget -= 1;
-            }
-            n = node.next.load(Acquire);
-        }
-    }
-
-    /// Wakes the first live waiter after `node` and returns it (inside a guard).
-    fn unpark_successor(&self, node: *mut Node) -> Option<*mut Node> {
+    /// Wakes the first live waiter after `node` (inside a guard).
+    fn unpark_successor(&self, node: *mut Node) {
         // SAFETY: the callers hold `node` under a guard (a head they loaded,
         // or their own node).
         let me = unsafe { Node::get(node) };
@@ -630,11 +601,9 @@ impl RawSync {
                 t = prev;
             }
         }
-        if s.is_null() {
-            return None;
+        if !s.is_null() {
+            wake(s);
         }
-        wake(s);
-        Some(s)
     }
 
     /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
@@ -767,12 +736,7 @@ fn wake(node: *mut Node) {
     // before waking it, or our swap comes later and `validate`, which runs
     // after our `unpark_one` under the same lock, must see it.
     // SAFETY: callers hold `node` under a guard.
-    let node_ref = unsafe { Node::get(node) };
-    #[cfg(not(aqs_mutant = "wake_store"))]
-    node_ref.wake.swap(1, Release);
-    // The mutant re-creates the bug: a plain store.
-    #[cfg(aqs_mutant = "wake_store")]
-    node_ref.wake.store(1, Release);
+    unsafe { Node::get(node) }.wake.swap(1, Release);
     unpark_one(node as usize);
 }
 
