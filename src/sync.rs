@@ -149,11 +149,11 @@ pub(crate) fn deadline_passed(deadline: Instant) -> bool {
 #[cfg(not(loom))]
 pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option<Instant>) -> Parked {
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
-    // SAFETY: `key` is the address of a queue node owned by the calling thread
-    // (shim invariant 1), so no other synchronizer parks on it; `validate` is a
-    // single atomic load that cannot panic or call into parking_lot; the other
-    // two callbacks do nothing.
-    let result = unsafe { parking_lot_core::park(key, validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, deadline) };
+    let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
+    // SAFETY: invariant 1: `key` is our own node's address, so no other
+    // synchronizer parks on it; `validate` is one atomic load (no panic, no
+    // parking_lot call) and the other two callbacks do nothing.
+    let result = unsafe { parking_lot_core::park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
         ParkResult::Invalid => Parked::Invalid,

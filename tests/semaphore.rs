@@ -103,9 +103,13 @@ fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 /// Polls until exactly `n` threads are queued on `sem`; panics after [`LONG`].
 #[track_caller]
 fn wait_queued(sem: &Semaphore, n: usize) {
-    let start = Instant::now();
+    // A watchdog, not a timing assertion: a lost wake-up fails here instead
+    // of hanging the run.
+    let give_up = Instant::now() + LONG;
     while sem.queue_length() != n {
-        assert!(start.elapsed() < LONG, "queue_length() stayed {} instead of {n} for {LONG:?}", sem.queue_length());
+        if Instant::now() >= give_up {
+            panic!("queue_length() stayed {} instead of {n} for {LONG:?}", sem.queue_length());
+        }
         thread::sleep(Duration::from_millis(1));
     }
 }
@@ -405,8 +409,8 @@ fn two_close_releases_wake_two_waiters() {
                     // Release the second permit a varying moment after the
                     // first, around when the first waiter wakes up.
                     let delay = Duration::from_micros((round % 10) as u64 * 10);
-                    let start = Instant::now();
-                    while start.elapsed() < delay {
+                    let until = Instant::now() + delay;
+                    while Instant::now() < until {
                         std::hint::spin_loop();
                     }
                     sem.add_permits(1);
