@@ -68,9 +68,10 @@
 //!    R2 and R3 exclude each other: a node with a linked successor cannot win
 //!    the tail CAS, and a node that won it never gets a successor.
 //! 6. **A waiter's own node and its predecessor outlive its wait.** While a
-//!    thread waits, nobody retires its node (R1 needs it to be head's
-//!    predecessor's successor acquiring, R2 needs it cancelled, R3 is its own
-//!    act) nor its predecessor (only the waiter itself can do R1 or R2 on it).
+//!    thread waits, nobody retires its node (R1 retires it only after it has
+//!    become head and its successor has acquired, R2 needs it cancelled, R3 is
+//!    its owner's own act) nor its predecessor (R1 and R2 on the predecessor
+//!    can only be done by the predecessor's unique successor: the waiter).
 //!    This is why a waiter may touch both without a guard while it parks.
 //! 7. **Status values**: `CANCELLED` is final and written only by the owner;
 //!    `SIGNAL` only by the successor (arming) and `NONE`/`PROPAGATE` only by
