@@ -42,11 +42,13 @@ export CARGO_TERM_COLOR=never
 # mutant | test name filter (exact) | what its failure must say
 deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
+orphan='a queue node outlived its waiter'
 mutants=(
   "no_propagate|propagation_jdk_6801020|$deadlock"
   "no_recheck|acquire_release_one_permit_nonfair|$deadlock"
   "cancel_no_wake|cancel_races_release|$deadlock"
   "free_early|add_permits_wakes_two_waiters|$freed"
+  "no_unlink|add_permits_wakes_two_waiters_fair|$orphan"
 )
 
 log_dir=$(mktemp -d)

@@ -70,6 +70,9 @@ pub(crate) struct Node {
     /// The owner's wake-up permit: set by a waker before `unpark_one`, tested
     /// by `park`'s `validate`, cleared by the owner when it wakes.
     pub(crate) wake: AtomicU32,
+    /// How much value the owner asks for (0 for a dummy head). Written before
+    /// the node is published and never again.
+    pub(crate) need: u32,
     /// Link in the retired list.
     retired_next: AtomicPtr<Node>,
     /// loom only: set where the real build frees the node; asserted clear at
@@ -82,13 +85,14 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// Allocates a node with status `NONE` and no links.
-    pub(crate) fn alloc() -> *mut Node {
+    /// Allocates a node with status `NONE`, no links, asking for `need`.
+    pub(crate) fn alloc(need: u32) -> *mut Node {
         Box::into_raw(Box::new(Node {
             status: AtomicI32::new(NONE),
             prev: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(ptr::null_mut()),
             wake: AtomicU32::new(0),
+            need,
             retired_next: AtomicPtr::new(ptr::null_mut()),
             #[cfg(loom)]
             freed: crate::sync::UnsafeCell::new(false),

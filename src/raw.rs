@@ -36,7 +36,10 @@
 //!
 //! `head` is the node of the last thread that acquired through the queue (or
 //! a dummy); only its successor's owner may run the policy's hook from the
-//! queue. `prev` links are the truth, `next` links are hints. Names follow the
+//! queue and become head. (A waiter woken by a multi-unit release may also
+//! take value *out of turn* if the policy allows; it then leaves the queue as
+//! a cancelled waiter does, so to the queue it is a cancellation: see
+//! `wake_ahead`.) `prev` links are the truth, `next` links are hints. Names follow the
 //! JDK (`add_waiter`, `enq`, `do_acquire_shared`, `should_park_after_failed_acquire`,
 //! `set_head_and_propagate`, `do_release_shared`, `unpark_successor`,
 //! `cancel_acquire`) so the JDK's comments can be read beside this file.
@@ -184,6 +187,24 @@ pub(crate) trait SharedPolicy {
     /// arrival that spun outside the queue would race other arrivals for a
     /// free value and break FIFO order.
     fn barging(&self) -> bool;
+
+    /// Whether a multi-unit release wakes every waiter it could serve, not
+    /// only the first, letting them take value out of turn through
+    /// [`SharedPolicy::try_acquire_out_of_turn`] (see `RawSync::wake_ahead`).
+    /// Off by default.
+    fn out_of_turn(&self) -> bool {
+        false
+    }
+
+    /// Decides an acquire of `arg` from `value` by a woken waiter that is not
+    /// first in line. `ahead` is at least the sum of the `arg`s of the live
+    /// waiters queued in front of it (it may over-count, never under-count):
+    /// a FIFO policy must leave them that much; a barging one may ignore it.
+    /// Only called when [`SharedPolicy::out_of_turn`] is true.
+    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
+        let _ = (value, arg, ahead);
+        None
+    }
 }
 
 /// The result of a non-blocking acquire.
@@ -329,7 +350,7 @@ impl RawSync {
             }
         }
         if waiters_of(s) > 0 {
-            self.release_slow();
+            self.release_slow(if policy.out_of_turn() { arg } else { 0 });
         }
     }
 
@@ -375,9 +396,9 @@ impl RawSync {
 
     #[cold]
     #[inline(never)]
-    fn release_slow(&self) {
+    fn release_slow(&self, released: u32) {
         let _guard = self.reclaim.enter();
-        self.do_release_shared();
+        self.do_release_shared(released);
     }
 
     /// The queued part of an acquire (`doAcquireSharedNanos`).
@@ -390,22 +411,38 @@ impl RawSync {
         deadline: Option<Instant>,
     ) -> Result<(), AcquireFailed> {
         let mut guard = Some(self.reclaim.enter());
-        let node = self.add_waiter();
+        let node = self.add_waiter(arg);
         // SAFETY: our own node; nobody retires it while we wait (invariant 6).
         let me = unsafe { Node::get(node) };
         let mut timed_out = false;
+        let mut woken = false;
         let spin = Spin::new();
         loop {
             let pred = me.prev.load(Relaxed); // only we write it (invariant 2)
             let first = pred == self.head.load(Acquire);
-            if first {
-                match self.try_acquire_queued(policy, arg) {
-                    Queued::Acquired(propagate) => {
+            // A woken waiter may take value out of turn, if the policy allows:
+            // a multi-unit release woke it because there was value for it
+            // (`wake_ahead`), and waiting for the waiters ahead of it to wake
+            // one after another is what the wake-ahead avoids.
+            let out_of_turn = !first && woken && policy.out_of_turn();
+            woken = false;
+            if first || out_of_turn {
+                let ahead = if first { None } else { Some(self.need_ahead(me)) };
+                match self.try_acquire_queued(policy, arg, ahead) {
+                    Queued::Acquired(propagate) if first => {
                         self.set_head_and_propagate(node, pred, propagate);
                         // SAFETY: R1: `head` now names our node and we cleared
                         // our `prev`; we are the old head's only successor, so
                         // no link leads to it and nobody else retires it.
                         unsafe { self.reclaim.retire(pred) };
+                        return Ok(());
+                    }
+                    Queued::Acquired(_) => {
+                        // Out of turn: our count left with the CAS; leave the
+                        // queue the way a cancelled waiter does. (The mutant
+                        // forgets to: its node stays in the chain, live.)
+                        #[cfg(not(aqs_mutant = "no_unlink"))]
+                        self.unlink(node);
                         return Ok(());
                     }
                     Queued::Closed => {
@@ -435,20 +472,26 @@ impl RawSync {
                 me.wake.swap(0, Acquire);
                 guard = Some(self.reclaim.enter());
                 timed_out = parked == Parked::TimedOut;
+                woken = !timed_out;
                 spin.reset();
             }
         }
     }
 
-    /// The first waiter's hook call: acquires and leaves the waiter count in
-    /// one CAS.
-    fn try_acquire_queued<P: SharedPolicy>(&self, policy: &P, arg: u32) -> Queued {
+    /// A queued waiter's hook call: acquires and leaves the waiter count in
+    /// one CAS. `ahead` is `None` for the first waiter, and what the waiters
+    /// in front of an out-of-turn caller need otherwise.
+    fn try_acquire_queued<P: SharedPolicy>(&self, policy: &P, arg: u32, ahead: Option<u32>) -> Queued {
         let mut s = self.state.load(Acquire);
         loop {
             if is_closed(s) {
                 return Queued::Closed;
             }
-            let Some(acquired) = policy.try_acquire_shared(value_of(s), arg, false) else {
+            let acquired = match ahead {
+                None => policy.try_acquire_shared(value_of(s), arg, false),
+                Some(ahead) => policy.try_acquire_out_of_turn(value_of(s), arg, ahead),
+            };
+            let Some(acquired) = acquired else {
                 return Queued::Failed;
             };
             let new = with_value(s, acquired.value) - ONE_WAITER;
@@ -460,8 +503,8 @@ impl RawSync {
     }
 
     /// Creates, links and counts a node for the calling thread (inside a guard).
-    fn add_waiter(&self) -> *mut Node {
-        let node = Node::alloc();
+    fn add_waiter(&self, arg: u32) -> *mut Node {
+        let node = Node::alloc(arg);
         self.enq(node);
         // Invariant 1 (P2): counted only after linking, by an RMW.
         self.state.fetch_add(ONE_WAITER, AcqRel);
@@ -493,7 +536,7 @@ impl RawSync {
 
     #[cold]
     fn init_queue(&self) {
-        let dummy = Node::alloc();
+        let dummy = Node::alloc(0);
         match self.head.compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire) {
             Ok(_) => self.tail.store(dummy, Release),
             Err(_) => {
@@ -536,13 +579,14 @@ impl RawSync {
             own == PROPAGATE || (own == SIGNAL && value_of(self.state.load(Acquire)) > 0)
         };
         if go {
-            self.do_release_shared();
+            self.do_release_shared(0);
         }
     }
 
     /// Wakes the head's successor, or leaves PROPAGATE on the head so that the
-    /// next head propagates (inside a guard).
-    fn do_release_shared(&self) {
+    /// next head propagates (inside a guard). `released` is what a release
+    /// just returned (0 when propagating): see [`RawSync::wake_ahead`].
+    fn do_release_shared(&self, released: u32) {
         loop {
             let h = self.head.load(Acquire);
             // Unlike the JDK, no `h != tail` shortcut: `tail` is not ordered
@@ -557,7 +601,10 @@ impl RawSync {
                     if head.status.compare_exchange(SIGNAL, NONE, AcqRel, Acquire).is_err() {
                         continue;
                     }
-                    self.unpark_successor(h);
+                    let first = self.unpark_successor(h);
+                    if released > 1 && !first.is_null() {
+                        self.wake_ahead(first, released);
+                    }
                 } else if ws == NONE {
                     #[cfg(not(aqs_mutant = "no_propagate"))]
                     if head.status.compare_exchange(NONE, PROPAGATE, AcqRel, Acquire).is_err() {
@@ -575,8 +622,63 @@ impl RawSync {
         }
     }
 
-    /// Wakes the first live waiter after `node` (inside a guard).
-    fn unpark_successor(&self, node: *mut Node) {
+    /// Wakes, after `first`, the further waiters that a release of
+    /// `released` units could serve along with it (by each node's need, and
+    /// no more than the value now available), so that their wake-up
+    /// latencies overlap instead of adding up along the propagation chain.
+    ///
+    /// Only a multi-unit release calls this (`add_permits(n)`, a dropped
+    /// multi-permit): a single-unit release serves exactly one waiter, which
+    /// `unpark_successor` already woke. These wake-ups are an optimisation the
+    /// protocol never relies on: each woken waiter re-checks, spins briefly for
+    /// its turn, and is woken again by propagation if it parked meanwhile.
+    fn wake_ahead(&self, first: *mut Node, released: u32) {
+        // SAFETY: `first` came from `unpark_successor`, inside our guard.
+        let first = unsafe { Node::get(first) };
+        let budget = released.min(value_of(self.state.load(Acquire)));
+        let Some(mut budget) = budget.checked_sub(first.need) else {
+            return;
+        };
+        let mut n = first.next.load(Acquire);
+        while !n.is_null() {
+            // SAFETY: loaded from a `next` link inside the guard (invariant 5).
+            let node = unsafe { Node::get(n) };
+            if node.status.load(Acquire) != CANCELLED {
+                match budget.checked_sub(node.need) {
+                    Some(left) => budget = left,
+                    None => return,
+                }
+                wake(n);
+            }
+            n = node.next.load(Acquire);
+        }
+    }
+
+    /// The total need of the live waiters in front of `me` (our own node),
+    /// walking `prev` links to the head (inside a guard). Over-counts waiters
+    /// that are leaving or just became head; never misses one: every waiter
+    /// ahead of us is on our `prev` chain (invariant 2).
+    fn need_ahead(&self, me: &Node) -> u32 {
+        let mut sum = 0u32;
+        let mut p = me.prev.load(Relaxed); // only we write it (invariant 2)
+        loop {
+            // SAFETY: our predecessor (invariant 6), or loaded from a `prev`
+            // link inside our guard, so not freed (node.rs).
+            let n = unsafe { Node::get(p) };
+            let prev = n.prev.load(Acquire);
+            if prev.is_null() {
+                return sum; // the head: it already has what it took
+            }
+            if n.status.load(Acquire) != CANCELLED {
+                sum = sum.saturating_add(n.need);
+            }
+            p = prev;
+        }
+    }
+
+    /// Wakes the first live waiter after `node` and returns it, or null if
+    /// there is none (inside a guard).
+    fn unpark_successor(&self, node: *mut Node) -> *mut Node {
         // SAFETY: the callers hold `node` under a guard (a head they loaded,
         // or their own node).
         let me = unsafe { Node::get(node) };
@@ -605,6 +707,7 @@ impl RawSync {
         if !s.is_null() {
             wake(s);
         }
+        s
     }
 
     /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
@@ -660,6 +763,14 @@ impl RawSync {
     /// makes sure its successor will still be woken (inside a guard).
     fn cancel_acquire(&self, node: *mut Node) {
         self.state.fetch_sub(ONE_WAITER, AcqRel);
+        self.unlink(node);
+    }
+
+    /// Takes `node` out of the queue for good, its owner's count already gone
+    /// from the state word (a cancel, or an out-of-turn acquire): marks it
+    /// cancelled, unlinks it if it is the tail, and otherwise makes sure its
+    /// successor will still be woken (inside a guard).
+    fn unlink(&self, node: *mut Node) {
         // SAFETY: our own node (invariant 6).
         let me = unsafe { Node::get(node) };
         let pred = self.skip_cancelled(node, me.prev.load(Relaxed));
@@ -709,6 +820,23 @@ impl RawSync {
         }
         out.reverse();
         out
+    }
+
+    /// The queue nodes that are neither the head nor cancelled; for tests.
+    #[cfg(any(test, loom))]
+    pub(crate) fn live_nodes(&self) -> usize {
+        let _guard = self.reclaim.enter();
+        let mut live = 0;
+        let mut t = self.tail.load(Acquire);
+        while !t.is_null() {
+            // SAFETY: loaded from `tail` or a `prev` link inside the guard.
+            let n = unsafe { Node::get(t) };
+            t = n.prev.load(Acquire);
+            if !t.is_null() && n.status.load(Acquire) != CANCELLED {
+                live += 1;
+            }
+        }
+        live
     }
 
     /// The reclamation state; for tests.
@@ -778,6 +906,12 @@ mod tests {
         }
         fn barging(&self) -> bool {
             true
+        }
+        fn out_of_turn(&self) -> bool {
+            true
+        }
+        fn try_acquire_out_of_turn(&self, value: u32, arg: u32, _ahead: u32) -> Option<Acquired> {
+            self.try_acquire_shared(value, arg, false)
         }
     }
 
@@ -872,6 +1006,60 @@ mod tests {
         assert_eq!(last.join().unwrap(), Ok(()));
         assert_eq!(sync.queue_statuses().len(), 1);
         assert_eq!(value_of(sync.state()), 0);
+        settled(&sync);
+    }
+
+    /// One release of 6 wakes all 6 waiters at once (`wake_ahead`); those
+    /// that run before their turn take their unit out of turn and leave like
+    /// cancelled waiters. Whatever the order, everyone is served, nobody
+    /// stays counted, no live node is left behind, and every node is freed.
+    #[test]
+    fn batch_release_serves_everyone_and_leaves_no_live_node() {
+        let sync = Arc::new(RawSync::new(0));
+        for round in 0..20 {
+            let waiters: Vec<_> = (0..6)
+                .map(|_| {
+                    let sync = Arc::clone(&sync);
+                    thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+                })
+                .collect();
+            wait_until("all six are queued", || waiters_of(sync.state()) == 6);
+            sync.release_shared(&Count, 6);
+            for w in waiters {
+                assert_eq!(w.join().unwrap(), Ok(()), "round {round}");
+            }
+            assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (0, 0), "round {round}");
+            assert_eq!(sync.live_nodes(), 0, "round {round}: a node outlived its waiter");
+            settled(&sync);
+        }
+    }
+
+    #[test]
+    fn wake_ahead_stops_at_the_first_waiter_the_release_cannot_serve() {
+        // Queue: 1, 3, 1. A release of 2 serves the first; the second needs 3
+        // of the 1 left, so the walk stops there, and the third (which 1
+        // permit could serve) is not woken ahead of it.
+        let sync = Arc::new(RawSync::new(0));
+        let mut waiters = Vec::new();
+        for (i, need) in [1, 3, 1].into_iter().enumerate() {
+            let sync2 = Arc::clone(&sync);
+            waiters.push(thread::spawn(move || sync2.acquire_shared(&Count, need, None)));
+            wait_until("the waiter is queued", || waiters_of(sync.state()) == i as u32 + 1);
+        }
+        sync.release_shared(&Count, 2);
+        let first = waiters.remove(0);
+        assert_eq!(first.join().unwrap(), Ok(()));
+        wait_until("the first waiter is gone", || waiters_of(sync.state()) == 2);
+        // Give the third waiter a chance to run if it was (wrongly) woken; a
+        // nonfair out-of-turn take would leave the value at 0.
+        thread::sleep(Duration::from_millis(20));
+        assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (1, 2));
+        sync.release_shared(&Count, 3);
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), Ok(()));
+        }
+        assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (0, 0));
+        assert_eq!(sync.live_nodes(), 0);
         settled(&sync);
     }
 

@@ -26,7 +26,9 @@ use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquir
 /// * [`Semaphore::new`] makes a **nonfair** (barging) semaphore, like the
 ///   JDK's default: an arriving thread takes free permits even while others
 ///   are queued. Queued threads are still served in FIFO order among
-///   themselves, and only the first of them competes with arrivals. This is
+///   themselves, and only the first of them competes with arrivals (waiters
+///   woken together by one multi-permit release, below, take their permits
+///   in whatever order they run). This is
 ///   much faster under contention, because a permit need not wait for a
 ///   sleeping thread to wake up; the price is that a waiter, above all one
 ///   that asks for many permits at once, can be overtaken indefinitely.
@@ -38,9 +40,12 @@ use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquir
 ///   back smaller ones behind it, so large requests never starve.
 ///
 /// In both modes one release of `k` permits ([`add_permits`](Self::add_permits)
-/// or dropping a permit of `k`) wakes, in order, every queued waiter that `k`
-/// permits can satisfy: each woken waiter that leaves permits behind wakes the
-/// next one.
+/// or dropping a permit of `k`) wakes, in queue order, every queued waiter
+/// that `k` permits can satisfy, all at once, so their wake-up latencies
+/// overlap instead of adding up. Each takes its permits as soon as it runs,
+/// even before the waiters in front of it have; on a fair semaphore only from
+/// what is left beyond the needs of every waiter still in front of it, so
+/// nobody is overtaken for permits it is waiting for.
 ///
 /// # Memory ordering
 ///
@@ -115,6 +120,17 @@ impl SharedPolicy for Policy {
     #[inline]
     fn barging(&self) -> bool {
         !self.fair
+    }
+
+    fn out_of_turn(&self) -> bool {
+        true
+    }
+
+    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
+        // FIFO: never take what a waiter in front still needs.
+        let reserve = if self.fair { ahead } else { 0 };
+        let left = value.checked_sub(arg)?;
+        (left >= reserve).then_some(Acquired { value: left, propagate: left > 0 })
     }
 
     #[inline]
@@ -220,6 +236,16 @@ impl Semaphore {
     fn with_fairness(permits: usize, fair: bool) -> Self {
         assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
         Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
+    }
+
+    /// loom build only, for the models' end-of-run checks: the number of
+    /// queue nodes that are neither the head nor cancelled. With nobody
+    /// waiting it must be 0: a live node without a waiting owner would take
+    /// the wake-ups aimed at whoever queues behind it.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_live_nodes(&self) -> usize {
+        self.raw.live_nodes()
     }
 
     /// Whether this semaphore is fair (made by [`Semaphore::new_fair`]).
@@ -587,5 +613,28 @@ impl Default for Semaphore {
     /// A nonfair semaphore with no permits.
     fn default() -> Self {
         Semaphore::new(0)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fair_out_of_turn_leaves_what_the_waiters_in_front_need() {
+        let fair = Policy { fair: true };
+        // 5 available, 4 needed in front: 1 may go out of turn.
+        assert_eq!(fair.try_acquire_out_of_turn(5, 1, 4), Some(Acquired { value: 4, propagate: true }));
+        // 5 needed in front: taking 1 would short one of them.
+        assert_eq!(fair.try_acquire_out_of_turn(5, 1, 5), None);
+        assert_eq!(fair.try_acquire_out_of_turn(0, 1, 0), None);
+        assert_eq!(fair.try_acquire_out_of_turn(3, 3, 0), Some(Acquired { value: 0, propagate: false }));
+    }
+
+    #[test]
+    fn nonfair_out_of_turn_barges_like_an_arrival() {
+        let nonfair = Policy { fair: false };
+        assert_eq!(nonfair.try_acquire_out_of_turn(1, 1, 10), Some(Acquired { value: 0, propagate: false }));
+        assert_eq!(nonfair.try_acquire_out_of_turn(1, 2, 0), None);
     }
 }

@@ -24,6 +24,8 @@
 //! * no lost wake-up: a thread blocked forever is loom's "deadlock" failure;
 //! * conservation at the end: `available_permits()` is what was put in minus
 //!   what was kept, and `queue_length() == 0`;
+//! * no orphaned node: with nobody waiting, every queue node but the head is
+//!   cancelled (`Semaphore::loom_live_nodes`, a loom-only hook);
 //! * node reclamation: a node freed while another thread may still read it
 //!   fails with a causality violation or "used after it was freed"
 //!   (`src/node.rs`), and a node never freed is a loom leak.
@@ -52,6 +54,7 @@ fn semaphore(fair: bool, permits: usize) -> Arc<Semaphore> {
 fn assert_quiescent(sem: &Semaphore, permits: usize) {
     assert_eq!(sem.available_permits(), permits, "permits were lost or invented");
     assert_eq!(sem.queue_length(), 0, "a waiter is still counted");
+    assert_eq!(sem.loom_live_nodes(), 0, "a queue node outlived its waiter");
 }
 
 /// A critical section guarded by the permit: two holders at once, or a holder
@@ -167,16 +170,17 @@ fn regression_stale_tail_in_do_release_shared() {
     racing_releases(true);
 }
 
-/// `add_permits(2)` with two queued waiters: the single release wakes the
-/// first, which must wake the second through `set_head_and_propagate`
+/// `add_permits(2)` with two queued waiters. The release wakes the first and,
+/// since two permits serve both, wakes the second ahead of its turn
+/// (`wake_ahead`); the second may take its permit out of turn and leave the
+/// queue like a cancelled waiter, or wait for the first to propagate
 /// (`propagate` is true: a permit is left). Bound 2: main's release may race
-/// the enqueues (1) and the first waiter's propagation (2), which also covers
-/// a releaser holding the old head while the head moves (R1 under a stale
-/// reader).
-#[test]
-fn add_permits_wakes_two_waiters() {
-    check(2, || {
-        let sem = semaphore(false, 0);
+/// the enqueues (1) and the first waiter's propagation or the second's
+/// out-of-turn exit (2), which also covers a releaser holding the old head
+/// while the head moves (R1 under a stale reader).
+fn add_permits_two_waiters(fair: bool) {
+    check(2, move || {
+        let sem = semaphore(fair, 0);
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
@@ -189,6 +193,75 @@ fn add_permits_wakes_two_waiters() {
         }
         assert_quiescent(&sem, 0);
     });
+}
+
+#[test]
+fn add_permits_wakes_two_waiters() {
+    add_permits_two_waiters(false);
+}
+
+#[test]
+fn add_permits_wakes_two_waiters_fair() {
+    add_permits_two_waiters(true);
+}
+
+/// After an out-of-turn exit the queue must still work: two waiters take the
+/// permits of one `add_permits(2)` and give them back, while main queues for
+/// both (and gives them back too; if it barges first, the waiters get them
+/// from main's return). Main may queue behind a node whose owner is leaving
+/// out of turn, and must still be woken by the waiters' returns. Bound 1:
+/// the exit follows the wake-ahead without a preemption, and one preemption
+/// lets main enqueue while the leaving node is still linked.
+#[test]
+fn queue_after_out_of_turn_exit() {
+    check(1, || {
+        let sem = semaphore(false, 0);
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = Arc::clone(&sem);
+                thread::spawn(move || drop(sem.acquire().unwrap()))
+            })
+            .collect();
+        sem.add_permits(2);
+        drop(sem.acquire_many(2).unwrap());
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_quiescent(&sem, 2);
+    });
+}
+
+/// `add_permits(2)` while the first of two waiters may time out at any moment:
+/// the second, woken ahead of its turn, races the first's cancellation for
+/// the head position (it may leave out of turn, become first, or be woken by
+/// the cancel). Both return their permits, so two end available. Bound 2, as
+/// for `cancel_races_release`.
+fn out_of_turn_races_cancel(fair: bool) {
+    check(2, move || {
+        let sem = semaphore(fair, 0);
+        let timed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
+        };
+        let untimed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || drop(sem.acquire().unwrap()))
+        };
+        sem.add_permits(2);
+        timed.join().unwrap();
+        untimed.join().unwrap();
+        assert_quiescent(&sem, 2);
+    });
+}
+
+#[test]
+fn out_of_turn_races_cancel_nonfair() {
+    out_of_turn_races_cancel(false);
+}
+
+#[test]
+fn out_of_turn_races_cancel_fair() {
+    out_of_turn_races_cancel(true);
 }
 
 // ---------------------------------------------------------------------------
