@@ -49,6 +49,7 @@ mutants=(
   "cancel_no_wake|cancel_races_release|$deadlock"
   "free_early|add_permits_wakes_two_waiters|$freed"
   "no_unlink|add_permits_wakes_two_waiters_fair|$orphan"
+  "wake_store|add_permits_wakes_two_waiters_fair|$deadlock"
 )
 
 log_dir=$(mktemp -d)

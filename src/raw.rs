@@ -865,7 +865,12 @@ fn wake(node: *mut Node) {
     // before waking it, or our swap comes later and `validate`, which runs
     // after our `unpark_one` under the same lock, must see it.
     // SAFETY: callers hold `node` under a guard.
-    unsafe { Node::get(node) }.wake.swap(1, Release);
+    let flag = &unsafe { Node::get(node) }.wake;
+    #[cfg(not(aqs_mutant = "wake_store"))]
+    flag.swap(1, Release);
+    // The mutant re-creates the bug: a plain store.
+    #[cfg(aqs_mutant = "wake_store")]
+    flag.store(1, Release);
     unpark_one(node as usize);
 }
 

@@ -200,6 +200,10 @@ fn add_permits_wakes_two_waiters() {
     add_permits_two_waiters(false);
 }
 
+/// In fair mode the woken-ahead waiter is often woken a second time (by the
+/// first waiter's propagation) before it has consumed the first wake-up:
+/// the double wake-up that needs the wake flag to be set with an RMW (the
+/// `wake_store` mutant deadlocks here).
 #[test]
 fn add_permits_wakes_two_waiters_fair() {
     add_permits_two_waiters(true);
