@@ -50,6 +50,7 @@ mutants=(
   "free_early|add_permits_wakes_two_waiters|$freed"
   "no_unlink|add_permits_wakes_two_waiters_fair|$orphan"
   "wake_store|add_permits_wakes_two_waiters_fair|$deadlock"
+  "passed_no_retry|acquire_many_at_head_fair|$deadlock"
 )
 
 log_dir=$(mktemp -d)

@@ -56,6 +56,11 @@ pub(crate) const SIGNAL: i32 = -1;
 pub(crate) const PROPAGATE: i32 = -3;
 /// The owner gave up (timeout or close). Final: never acquires, never becomes head.
 pub(crate) const CANCELLED: i32 = 1;
+/// A former head: its successor has become head and read (with the RMW that
+/// wrote this) whatever releases had left here. Final. A releaser whose RMW
+/// finds it knows the new head did not see that release, and retries on the
+/// new head.
+pub(crate) const PASSED: i32 = 2;
 
 /// One waiting thread (or the ownerless head).
 pub(crate) struct Node {
