@@ -10,14 +10,9 @@ use crate::semaphore::Semaphore;
 ///
 /// Returned by [`Semaphore::acquire`] and friends. The permits go back on
 /// drop, also while unwinding from a panic, unless [`forget`](Self::forget)
-/// is called.
-///
-/// # Panics
-///
-/// Dropping panics if giving the permits back would push the available count
-/// past [`Semaphore::MAX_PERMITS`], which can only happen after
-/// [`Semaphore::add_permits`] added permits while these were held; the count
-/// is then left unchanged.
+/// is called. Dropping never panics: [`Semaphore::add_permits`] counts held
+/// permits against [`Semaphore::MAX_PERMITS`], so their return cannot
+/// overflow.
 #[must_use = "dropping a permit returns it to the semaphore at once"]
 pub struct SemaphorePermit<'a> {
     sem: &'a Semaphore,
@@ -28,10 +23,7 @@ pub struct SemaphorePermit<'a> {
 ///
 /// Returned by [`Semaphore::acquire_owned`] and friends; it keeps the
 /// semaphore alive, so it is `'static` and can move between threads freely.
-///
-/// # Panics
-///
-/// Dropping panics in the same (avoidable) case as [`SemaphorePermit`]'s.
+/// Like [`SemaphorePermit`]'s, its drop never panics.
 #[must_use = "dropping a permit returns it to the semaphore at once"]
 pub struct OwnedSemaphorePermit {
     sem: Arc<Semaphore>,
@@ -45,13 +37,11 @@ fn foreign_merge() -> ! {
     panic!("aqs: cannot merge permits that belong to different semaphores")
 }
 
+/// Two permits of one semaphore never hold more than its `total`, which is
+/// at most `MAX_PERMITS` (`semaphore.rs`, invariant 1).
 #[inline]
-#[track_caller]
 fn merged(a: u32, b: u32) -> u32 {
-    match a.checked_add(b) {
-        Some(sum) => sum,
-        None => panic!("aqs: a merged permit would hold more than Semaphore::MAX_PERMITS permits"),
-    }
+    a.checked_add(b).expect("aqs: permits of one semaphore never exceed Semaphore::MAX_PERMITS")
 }
 
 impl<'a> SemaphorePermit<'a> {
@@ -77,15 +67,14 @@ impl<'a> SemaphorePermit<'a> {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn forget(mut self) {
-        self.permits = 0;
+        self.sem.forgotten(mem::take(&mut self.permits));
     }
 
     /// Moves the permits of `other` into `self`.
     ///
     /// # Panics
     ///
-    /// If `other` belongs to a different semaphore, or if the sum would exceed
-    /// [`Semaphore::MAX_PERMITS`].
+    /// If `other` belongs to a different semaphore.
     ///
     /// # Examples
     ///
@@ -130,9 +119,8 @@ impl<'a> SemaphorePermit<'a> {
 impl Drop for SemaphorePermit<'_> {
     #[inline]
     fn drop(&mut self) {
-        let permits = mem::take(&mut self.permits);
-        if permits > 0 {
-            self.sem.release(permits);
+        if self.permits > 0 {
+            self.sem.release(self.permits);
         }
     }
 }
@@ -156,15 +144,14 @@ impl OwnedSemaphorePermit {
 
     /// Keeps the permits from ever returning to the semaphore.
     pub fn forget(mut self) {
-        self.permits = 0;
+        self.sem.forgotten(mem::take(&mut self.permits));
     }
 
     /// Moves the permits of `other` into `self`.
     ///
     /// # Panics
     ///
-    /// If `other` belongs to a different semaphore, or if the sum would exceed
-    /// [`Semaphore::MAX_PERMITS`].
+    /// If `other` belongs to a different semaphore.
     #[track_caller]
     pub fn merge(&mut self, mut other: Self) {
         if !Arc::ptr_eq(&self.sem, &other.sem) {
@@ -191,9 +178,8 @@ impl OwnedSemaphorePermit {
 impl Drop for OwnedSemaphorePermit {
     #[inline]
     fn drop(&mut self) {
-        let permits = mem::take(&mut self.permits);
-        if permits > 0 {
-            self.sem.release(permits);
+        if self.permits > 0 {
+            self.sem.release(self.permits);
         }
     }
 }

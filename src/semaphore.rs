@@ -1,4 +1,26 @@
 //! Counting semaphores, fair and nonfair, on the queue core.
+//!
+//! # Invariants
+//!
+//! Besides the core's state word (`raw.rs`), a semaphore keeps `total`: the
+//! permits in existence, that is the available ones plus those held by live
+//! permits (a forgotten permit's no longer count).
+//!
+//! 1. `total <= MAX_PERMITS` (`u32::MAX`) at every point of its modification
+//!    order: `new` checks it, `add_permits` raises it with a checked
+//!    read-modify-write and panics, changing nothing, if it would pass.
+//! 2. `total` is raised *before* permits are added to the state word and
+//!    lowered *after* they are gone for good (`forget`, `forget_permits`,
+//!    `drain_permits`), every change an `AcqRel` RMW.
+//! 3. Hence a permit's return never overflows: `available + returned <=
+//!    total <= MAX_PERMITS`. An `add_permits` whose increment comes after a
+//!    forget's decrement in `total`'s order synchronizes with it (the
+//!    decrement heads a release sequence the increment reads), so the
+//!    forgotten permits' acquire happens-before, and therefore precedes in
+//!    the state word's order, the permits that add put in; an increment
+//!    whose add is not yet in the state word only over-counts. This is the
+//!    promise `Policy::release_adds` makes to the core, which lets a permit's
+//!    drop be a single `fetch_add` (and never panic).
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,6 +29,10 @@ use std::time::{Duration, Instant};
 use crate::error::{AcquireError, TryAcquireError};
 use crate::permit::{OwnedSemaphorePermit, SemaphorePermit};
 use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquire};
+use crate::sync::{
+    AtomicU32,
+    Ordering::{AcqRel, Acquire},
+};
 
 /// A counting semaphore: a number of permits that threads acquire and
 /// release, blocking while too few are available.
@@ -99,6 +125,10 @@ use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquir
 pub struct Semaphore {
     raw: RawSync,
     policy: Policy,
+    /// Permits in existence: available plus held (module invariants). Only
+    /// `add_permits` and the forgetting calls touch it, never acquire or
+    /// release.
+    total: AtomicU32,
 }
 
 /// The semaphore's AQS hooks.
@@ -133,22 +163,25 @@ impl SharedPolicy for Policy {
         (left >= reserve).then_some(Acquired { value: left, propagate: left > 0 })
     }
 
-    #[inline]
+    /// Only a debug-build cross-check (`release_adds`).
     fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-        match value.checked_add(arg) {
-            Some(value) => value,
-            None => overflow(value, arg),
-        }
+        value.checked_add(arg).expect("aqs: more permits returned than exist (invariant 3 broken)")
+    }
+
+    /// Invariant 3: `available + returned <= total <= u32::MAX`.
+    #[inline]
+    fn release_adds(&self) -> bool {
+        true
     }
 }
 
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn overflow(value: u32, arg: u32) -> ! {
+fn add_overflow(total: u32, n: u32) -> ! {
     panic!(
-        "aqs::Semaphore: returning {arg} permits to the {value} available would exceed \
-         Semaphore::MAX_PERMITS ({})",
+        "aqs::Semaphore::add_permits: adding {n} permits to the {total} in existence (available or held) \
+         would exceed Semaphore::MAX_PERMITS ({})",
         Semaphore::MAX_PERMITS
     )
 }
@@ -217,7 +250,7 @@ impl Semaphore {
     /// The constructors check `permits` first, so their panics name them.
     #[cfg(not(loom))]
     const fn with_fairness(permits: usize, fair: bool) -> Self {
-        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
+        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair }, total: AtomicU32::new(permits as u32) }
     }
 
     /// Creates a nonfair semaphore (loom build: not `const`).
@@ -235,7 +268,7 @@ impl Semaphore {
     #[cfg(loom)]
     fn with_fairness(permits: usize, fair: bool) -> Self {
         assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
-        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair } }
+        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair }, total: AtomicU32::new(permits as u32) }
     }
 
     /// loom build only, for the models' end-of-run checks: the number of
@@ -466,8 +499,11 @@ impl Semaphore {
     ///
     /// # Panics
     ///
-    /// If the available permits would exceed [`Semaphore::MAX_PERMITS`]; the
-    /// semaphore is then left unchanged.
+    /// If the permits in existence, available ones plus those held by
+    /// permits that were not forgotten, would exceed
+    /// [`Semaphore::MAX_PERMITS`]; the semaphore is then left unchanged. (This
+    /// counts held permits so that giving them back can never overflow: a
+    /// permit's drop never panics.)
     ///
     /// # Examples
     ///
@@ -483,9 +519,15 @@ impl Semaphore {
         if n > Self::MAX_PERMITS {
             too_many("add_permits", n)
         }
-        if n > 0 {
-            self.release(n as u32);
+        if n == 0 {
+            return;
         }
+        let n = n as u32;
+        // Invariant 2: raise `total` first, with a checked RMW.
+        if let Err(total) = self.total.fetch_update(AcqRel, Acquire, |total| total.checked_add(n)) {
+            add_overflow(total, n)
+        }
+        self.release(n);
     }
 
     /// Takes up to `n` available permits away for good; returns how many.
@@ -505,7 +547,10 @@ impl Semaphore {
     pub fn forget_permits(&self, n: usize) -> usize {
         let take = |value: u32| value.min(u32::try_from(n).unwrap_or(u32::MAX));
         match self.raw.fetch_update_value(|value| Some(value - take(value))) {
-            Ok(old) => take(old) as usize,
+            Ok(old) => {
+                self.forgotten(take(old));
+                take(old) as usize
+            }
             Err(_) => unreachable!("the update always succeeds"),
         }
     }
@@ -513,7 +558,10 @@ impl Semaphore {
     /// Takes every available permit away for good; returns how many.
     pub fn drain_permits(&self) -> usize {
         match self.raw.fetch_update_value(|_| Some(0)) {
-            Ok(old) => old as usize,
+            Ok(old) => {
+                self.forgotten(old);
+                old as usize
+            }
             Err(_) => unreachable!("the update always succeeds"),
         }
     }
@@ -561,11 +609,19 @@ impl Semaphore {
         raw::waiters_of(self.raw.state()) as usize
     }
 
-    /// Returns `n` permits (a permit's drop, or `add_permits`).
+    /// Returns `n` permits (a permit's drop, or `add_permits` after raising
+    /// `total`). Never panics (invariant 3).
     #[inline]
-    #[track_caller]
     pub(crate) fn release(&self, n: u32) {
         self.raw.release_shared(&self.policy, n);
+    }
+
+    /// Records that `n` permits are gone for good (invariant 2: after they
+    /// left the state word or their permit was forgotten).
+    pub(crate) fn forgotten(&self, n: u32) {
+        if n > 0 {
+            self.total.fetch_sub(n, AcqRel);
+        }
     }
 
     #[inline]

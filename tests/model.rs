@@ -86,8 +86,12 @@ enum Op {
         until: bool,
     },
     AddPermits(usize),
-    /// `add_permits` past `MAX_PERMITS`: must panic and change nothing.
+    /// `add_permits` of one more than `MAX_PERMITS` minus the permits in
+    /// existence (available or held): must panic and change nothing.
     AddOverflow,
+    /// `add_permits` up to exactly `MAX_PERMITS` in existence: must succeed,
+    /// and every held permit must still come back without a panic.
+    AddToMax,
     ForgetPermits(usize),
     DrainPermits,
     Close,
@@ -126,6 +130,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (count(), any::<bool>()).prop_map(|(n, until)| Op::TimedZero { n, until }),
         3 => (0..=5usize).prop_map(Op::AddPermits),
         1 => Just(Op::AddOverflow),
+        1 => Just(Op::AddToMax),
         2 => prop_oneof![0..=4usize, Just(usize::MAX)].prop_map(Op::ForgetPermits),
         1 => Just(Op::DrainPermits),
         1 => Just(Op::Close),
@@ -156,6 +161,11 @@ impl Model {
         } else {
             Err(TryAcquireError::NoPermits)
         }
+    }
+
+    /// The permits in existence: available plus held.
+    fn total(&self) -> usize {
+        self.available + self.borrowed.iter().sum::<usize>() + self.owned.iter().sum::<usize>()
     }
 
     fn held(&mut self, kind: Kind) -> &mut Vec<usize> {
@@ -262,14 +272,23 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                     model.borrowed.push(want);
                 }
             }
+            Op::AddPermits(n) if model.total() + n > Semaphore::MAX_PERMITS => {
+                let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(n)));
+                prop_assert!(result.is_err(), "add_permits({}) over {} in existence did not panic", n, model.total());
+            }
             Op::AddPermits(n) => {
                 sem.add_permits(n);
                 model.available += n;
             }
             Op::AddOverflow => {
-                let n = Semaphore::MAX_PERMITS - model.available + 1;
+                let n = Semaphore::MAX_PERMITS - model.total() + 1;
                 let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(n)));
-                prop_assert!(result.is_err(), "add_permits({}) over {} available did not panic", n, model.available);
+                prop_assert!(result.is_err(), "add_permits({}) over {} in existence did not panic", n, model.total());
+            }
+            Op::AddToMax => {
+                let n = Semaphore::MAX_PERMITS - model.total();
+                sem.add_permits(n);
+                model.available += n;
             }
             Op::ForgetPermits(n) => {
                 let expected = n.min(model.available);

@@ -203,20 +203,49 @@ fn refused_merge_loses_no_permits() {
     assert_eq!(x.available_permits(), 3);
 }
 
-/// A merge whose sum would pass `MAX_PERMITS` panics and loses nothing.
+/// `add_permits` counts held permits against `MAX_PERMITS`, so that giving
+/// them back can never overflow: with every permit held, adding one more
+/// panics and changes nothing, and the held permits still come back.
 #[test]
-fn merge_past_max_permits_panics_and_loses_nothing() {
+fn add_permits_counts_held_permits_so_a_drop_never_overflows() {
     const MAX: usize = Semaphore::MAX_PERMITS;
-    let sem = Semaphore::new(MAX);
-    let mut all = sem.try_acquire_many(MAX).unwrap();
-    sem.add_permits(1);
-    let one = sem.try_acquire().unwrap();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| all.merge(one)));
-    assert!(panic_message(&*result.unwrap_err()).contains("MAX_PERMITS"));
-    assert_eq!((all.num_permits(), sem.available_permits()), (MAX, 1), "the refused merge lost or kept a permit");
-    assert_eq!(sem.forget_permits(1), 1); // make room for `all` to come back
-    drop(all);
-    assert_eq!(sem.available_permits(), MAX);
+    for sem in both(MAX) {
+        let all = sem.try_acquire_many(MAX - 1).unwrap();
+        let owned = Arc::clone(&sem).try_acquire_owned().unwrap();
+        assert_eq!(sem.available_permits(), 0);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(1)));
+        assert!(panic_message(&*result.unwrap_err()).contains("MAX_PERMITS"));
+        assert_eq!(sem.available_permits(), 0, "the refused add changed the count");
+        drop(all);
+        drop(owned);
+        assert_eq!(sem.available_permits(), MAX);
+        // Forgotten permits no longer count: after forgetting two, two fit.
+        sem.try_acquire_many(2).unwrap().forget();
+        sem.add_permits(2);
+        assert_eq!(sem.available_permits(), MAX);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(1)));
+        assert!(result.is_err(), "a full semaphore took one more permit");
+        // So do permits taken by forget_permits and drain_permits.
+        assert_eq!(sem.forget_permits(3), 3);
+        sem.add_permits(3);
+        assert_eq!(sem.drain_permits(), MAX);
+        sem.add_permits(MAX);
+        assert_eq!(sem.available_permits(), MAX);
+    }
+}
+
+/// Merging permits of one semaphore never overflows: they can never hold
+/// more than `MAX_PERMITS` between them.
+#[test]
+fn merging_every_permit_of_a_full_semaphore() {
+    const MAX: usize = Semaphore::MAX_PERMITS;
+    for sem in both(MAX) {
+        let mut all = sem.try_acquire_many(MAX - 1).unwrap();
+        all.merge(sem.try_acquire().unwrap());
+        assert_eq!((all.num_permits(), sem.available_permits()), (MAX, 0));
+        drop(all);
+        assert_eq!(sem.available_permits(), MAX);
+    }
 }
 
 #[test]
