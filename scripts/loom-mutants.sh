@@ -51,6 +51,7 @@ mutants=(
   "no_unlink|add_permits_wakes_two_waiters_fair|$orphan"
   "wake_store|add_permits_wakes_two_waiters_fair|$deadlock"
   "passed_no_retry|acquire_many_at_head_fair|$deadlock"
+  "stale_value|propagation_jdk_6801020|$deadlock"
 )
 
 log_dir=$(mktemp -d)
