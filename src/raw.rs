@@ -301,7 +301,13 @@ impl RawSync {
                 return TryAcquire::Failed;
             };
             // AcqRel: Acquire pairs with the release that put the value there.
-            match self.state.compare_exchange_weak(s, with_value(s, acquired.value), AcqRel, Relaxed) {
+            // An acquire only takes (`acquired.value <= value`), so the new
+            // word is the old one minus the difference: one subtraction that
+            // cannot borrow from the low half, where `with_value` masks and
+            // merges (this sits between the load and the CAS).
+            debug_assert!(acquired.value <= value_of(s));
+            let taken = u64::from(value_of(s).wrapping_sub(acquired.value)) << VALUE_SHIFT;
+            match self.state.compare_exchange_weak(s, s - taken, AcqRel, Relaxed) {
                 Ok(_) => return TryAcquire::Acquired,
                 Err(actual) => s = actual,
             }
@@ -534,7 +540,9 @@ impl RawSync {
             let Some(acquired) = acquired else {
                 return Queued::Failed;
             };
-            let new = with_value(s, acquired.value) - ONE_WAITER;
+            debug_assert!(acquired.value <= value_of(s));
+            let taken = u64::from(value_of(s).wrapping_sub(acquired.value)) << VALUE_SHIFT;
+            let new = s - taken - ONE_WAITER;
             match self.state.compare_exchange_weak(s, new, AcqRel, Acquire) {
                 Ok(_) => return Queued::Acquired(acquired.propagate),
                 Err(actual) => s = actual,
