@@ -52,6 +52,8 @@ mutants=(
   "wake_store|add_permits_wakes_two_waiters_fair|$deadlock"
   "passed_no_retry|acquire_many_at_head_fair|$deadlock"
   "stale_value|propagation_jdk_6801020|$deadlock"
+  "no_armed|acquire_release_one_permit_nonfair|$deadlock"
+  "armed_late_clear|acquire_many_at_head_nonfair|$deadlock"
 )
 
 log_dir=$(mktemp -d)
