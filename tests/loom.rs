@@ -241,21 +241,7 @@ fn queue_after_out_of_turn_exit() {
 /// the cancel). Both return their permits, so two end available. Bound 2, as
 /// for `cancel_races_release`.
 fn out_of_turn_races_cancel(fair: bool) {
-    check(2, move || {
-        let sem = semaphore(fair, 0);
-        let timed = {
-            let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
-        };
-        let untimed = {
-            let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.acquire().unwrap()))
-        };
-        sem.add_permits(2);
-        timed.join().unwrap();
-        untimed.join().unwrap();
-        assert_quiescent(&sem, 2);
-    });
+    timed_and_untimed_waiters(fair, 2);
 }
 
 #[test]
@@ -319,20 +305,28 @@ fn acquire_many_at_head_fair() {
 /// failed hook and its park, one more lets the untimed waiter arm around it.
 #[test]
 fn cancel_races_release() {
-    check(2, || {
-        let sem = semaphore(false, 0);
+    timed_and_untimed_waiters(false, 1);
+}
+
+/// The body of `cancel_races_release` and `out_of_turn_races_cancel_*`: a
+/// timed waiter (1 s) and an untimed one queue on an empty semaphore, main
+/// adds `permits`, each waiter gives back what it got, and all `permits` end
+/// available. Bound 2 (see the two tests).
+fn timed_and_untimed_waiters(fair: bool, permits: usize) {
+    check(2, move || {
+        let sem = semaphore(fair, 0);
         let timed = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || sem.try_acquire_for(Duration::from_secs(1)).is_ok())
+            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
         };
         let untimed = {
             let sem = Arc::clone(&sem);
             thread::spawn(move || drop(sem.acquire().unwrap()))
         };
-        sem.add_permits(1);
+        sem.add_permits(permits);
         timed.join().unwrap();
         untimed.join().unwrap();
-        assert_quiescent(&sem, 1);
+        assert_quiescent(&sem, permits);
     });
 }
 
