@@ -104,7 +104,8 @@
 //! happens-before the acquire that takes what it released (the public
 //! `# Memory ordering` promise).
 //!
-//! AQS has three store-buffering pairs (`shared/AQS.md`, section 8). Each is
+//! AQS has three store-buffering pairs (`shared/AQS.md`, section 8), and
+//! cancellation adds a fourth (P4). Each is
 //! resolved with read-modify-writes on one location, never with `SeqCst`
 //! loads or stores (which loom would weaken to `AcqRel` and so misjudge):
 //!
@@ -126,9 +127,20 @@
 //!   propagation check covers that release (so the releaser may stop: fair
 //!   policies do; barging ones still follow a moved head, see
 //!   `do_release_shared`); if second, its RMW finds `PASSED`, synchronizes
-//!   with the new head's store of `head`, and it retries on the new head. (JDK 8 instead re-reads
-//!   `head` after every release and goes on through a new head, which wakes
-//!   the new head's successor while the new head still holds what it took.)
+//!   with the new head's store of `head`, and it retries on the new head.
+//!   (JDK 8 instead re-reads `head` after every release and goes on through
+//!   a new head, which wakes the new head's successor while the new head
+//!   still holds what it took.)
+//! * **P4, leaving waiter vs new head.** A waiter that leaves (timeout, close,
+//!   out-of-turn exit) marks itself `CANCELLED` and then reads `head` and its
+//!   predecessor's status, to decide whether the predecessor will wake its
+//!   successor; the predecessor, becoming head, stores `head`, consumes its
+//!   own `SIGNAL` and reads the leaving node's status to pick whom to wake.
+//!   The leaving waiter arms its predecessor with an RMW even when it reads
+//!   `SIGNAL` already (`arm_for_successor`), so one of the two RMWs on the
+//!   predecessor's status reads the other: either the releaser sees the
+//!   node cancelled and wakes past it, or the leaving waiter sees the new
+//!   head and wakes its successor itself.
 //!
 //! Wake-ups go through a per-node `wake` flag set with a `Release` swap (an
 //! RMW, so it is totally ordered with the owner's clearing swap) before
@@ -493,6 +505,7 @@ impl RawSync {
         let mut timed_out = false;
         let mut woken = false;
         let mut published = false;
+        let mut armed_pred = ptr::null_mut(); // the predecessor our last RMW armed
         let spin = Spin::new();
         loop {
             // Only we write `prev` (invariant 2).
@@ -552,7 +565,7 @@ impl RawSync {
             if first && spin.spin() {
                 continue;
             }
-            if !self.should_park_after_failed_acquire(pred, node) {
+            if !self.should_park_after_failed_acquire(pred, node, &mut armed_pred) {
                 published = false; // (re)armed a predecessor: publish after it
             } else {
                 // Barging policies: publish the armed bit before every park,
@@ -711,14 +724,7 @@ impl RawSync {
             let _ = armed;
             #[cfg(not(aqs_mutant = "stale_value"))]
             let value = value_of(armed.unwrap_or_else(|| self.state.load(Acquire)));
-            // An old head still `SIGNAL` (nobody consumed its arming) keeps
-            // the JDK rule and propagates even with nothing left: gating it
-            // too lost a wake-up under Miri (2 of 40 seeds of
-            // `one_release_wakes_every_waiter_it_can_satisfy`, fair mode;
-            // 0 of 120 with this rule). The cause is not pinned down yet, and
-            // the extra wake-up is rare (a first waiter that acquired without
-            // a release consuming its predecessor's `SIGNAL`).
-            old_status == SIGNAL || (marked && value > 0)
+            marked && value > 0
         };
         if go {
             self.do_release_shared(0, barging);
@@ -732,7 +738,6 @@ impl RawSync {
     /// the end of the loop); a strict FIFO one instead wakes the next waiter
     /// its value can serve when the first one is already awake (see
     /// `wake_ahead`).
-    /// the end of the loop; the policy's `barging()`).
     fn do_release_shared(&self, released: u32, barging: bool) {
         loop {
             let h = self.head.load(Acquire);
@@ -942,18 +947,31 @@ impl RawSync {
     }
 
     /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
-    /// true only when `pred` was already armed, so that the caller re-runs the
-    /// hook once after arming before it may park (P1).
-    fn should_park_after_failed_acquire(&self, pred: *mut Node, node: *mut Node) -> bool {
+    /// true only when `pred` is still armed by *our* RMW (`armed_pred` names the
+    /// node we last armed), so that the caller re-runs the hook once after
+    /// arming before it may park (P1).
+    ///
+    /// A `SIGNAL` that someone else wrote is re-armed, not trusted: a node
+    /// that was `pred`'s successor before us (it left, or we skipped it) armed
+    /// it for itself, and a release may have consumed that `SIGNAL` and woken
+    /// that node. A plain load can still return the consumed `SIGNAL` (loom
+    /// found this: the third of three waiters parked on it, with the middle
+    /// one gone). Our own RMW either comes before the consuming one, which
+    /// then synchronizes with it and wakes us, or reads it, and we re-check.
+    /// (JDK 8 trusts the load: its volatile reads are sequentially
+    /// consistent.)
+    fn should_park_after_failed_acquire(&self, pred: *mut Node, node: *mut Node, armed_pred: &mut *mut Node) -> bool {
         // SAFETY: our predecessor (invariant 6).
         let p = unsafe { Node::get(pred) };
         let ws = p.status.load(Acquire);
-        if ws == SIGNAL {
+        // The mutant trusts any `SIGNAL`.
+        if ws == SIGNAL && (*armed_pred == pred || cfg!(aqs_mutant = "foreign_signal")) {
             return true;
         }
         if ws == CANCELLED {
             self.skip_cancelled(node, pred);
         } else if p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok() {
+            *armed_pred = pred;
             // The real code never parks on the round that armed: it re-runs
             // the hook first. The mutant re-creates the lost wake-up.
             #[cfg(aqs_mutant = "no_recheck")]
@@ -1022,18 +1040,48 @@ impl RawSync {
         return;
         // A successor is linked (or linking). Either `pred` is armed and will
         // wake it when it releases, or we wake it now: always when `pred` is
-        // the head, since a release may have just targeted us.
+        // the head, since a release may have just targeted us. The second
+        // `head` load, after the RMW, sees `pred` as head if a release went
+        // through it first (the JDK's `pred.thread` test; P4).
         #[allow(unreachable_code)]
-        let armed = pred != self.head.load(Acquire)
-            && {
-                // SAFETY: our predecessor (invariant 6).
-                let p = unsafe { Node::get(pred) };
-                let ws = p.status.load(Acquire);
-                ws == SIGNAL || (ws <= 0 && p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok())
-            }
-            && pred != self.head.load(Acquire); // became head meanwhile (the JDK's `pred.thread` test)
+        let armed = pred != self.head.load(Acquire) && self.arm_for_successor(pred) && pred != self.head.load(Acquire);
         if !armed {
             self.unpark_successor(node);
+        }
+    }
+
+    /// Arms `pred` on behalf of the successor of a node that is leaving,
+    /// with an RMW even when `pred` is already `SIGNAL` (P4); false if `pred`
+    /// is cancelled or has been replaced as head (`PASSED`).
+    ///
+    /// P4 is the leaving node's own store-buffering pair: it marks itself
+    /// `CANCELLED`, then reads `head` and `pred`'s status; a new head at
+    /// `pred` stores `head`, then consumes `pred`'s `SIGNAL` and reads our
+    /// status to pick whom to wake. With plain loads on both sides, each can
+    /// miss the other's write: we see `pred` armed and not yet head, it sees
+    /// us live and wakes us, and our successor sleeps with value free (Miri
+    /// found this). With our RMW on `pred`'s status, either the releaser's
+    /// RMW there reads ours and then sees us cancelled (it wakes past us),
+    /// or ours reads its and our `head` load after it sees `pred` as head
+    /// (we wake our successor ourselves).
+    fn arm_for_successor(&self, pred: *mut Node) -> bool {
+        // SAFETY: the caller's predecessor (invariant 6).
+        let p = unsafe { Node::get(pred) };
+        let mut ws = p.status.load(Acquire);
+        // The mutant trusts a plain load of `SIGNAL`, as JDK 8 can (its
+        // volatiles are sequentially consistent).
+        #[cfg(aqs_mutant = "unlink_load")]
+        if ws == SIGNAL {
+            return true;
+        }
+        loop {
+            if ws > 0 {
+                return false; // CANCELLED or PASSED
+            }
+            match p.status.compare_exchange_weak(ws, SIGNAL, AcqRel, Acquire) {
+                Ok(_) => return true,
+                Err(actual) => ws = actual,
+            }
         }
     }
 
@@ -1113,6 +1161,14 @@ fn wake(node: *mut Node) {
 
 impl Drop for RawSync {
     fn drop(&mut self) {
+        // A failed loom model (a deadlock) unwinds the model's threads after
+        // loom's execution is gone, and the loom atomics below would then
+        // panic inside a panic and abort the report. The model has failed
+        // already; leak the queue.
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
         // `&mut self`: no thread is inside the queue. Free the chain from the
         // tail (which reaches every unretired node, invariant 2 and 5), then
         // the retired list.

@@ -330,6 +330,51 @@ fn timed_and_untimed_waiters(fair: bool, permits: usize) {
     });
 }
 
+/// A timed waiter leaves while the node it armed takes over as head. `first`
+/// queues and parks, a timed waiter queues behind it, arms it and times out,
+/// and main adds 2 and queues too (behind the timed waiter, or behind `first`
+/// once the timed waiter has unlinked itself as the tail). `first` takes one,
+/// becomes head and propagates the other, consuming the `SIGNAL` that the
+/// timed waiter set on it. Two stale reads each lose main's wake-up:
+/// * P4 (`src/raw.rs`): the leaving timed waiter reads `first` as armed and
+///   not yet head and leaves the wake-up to it, while `first` reads the timed
+///   waiter as live and wakes it instead of main (the `unlink_load` mutant);
+/// * main, linked behind `first` after the timed waiter left, parks on the
+///   consumed `SIGNAL` that the timed waiter set for itself
+///   (`foreign_signal`).
+///
+/// `first` forgets its permit, so one ends available. Bound 2: one preemption
+/// lets the waiters queue before main adds, one puts `first`'s takeover
+/// between main's failed arrival and its enqueue; stale reads cost none.
+fn timed_waiter_leaves_during_takeover(fair: bool) {
+    check(2, move || {
+        let sem = semaphore(fair, 0);
+        let first = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.acquire().unwrap().forget())
+        };
+        let timed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
+        };
+        sem.add_permits(2);
+        drop(sem.acquire().unwrap());
+        first.join().unwrap();
+        timed.join().unwrap();
+        assert_quiescent(&sem, 1);
+    });
+}
+
+#[test]
+fn timed_waiter_leaves_during_takeover_fair() {
+    timed_waiter_leaves_during_takeover(true);
+}
+
+#[test]
+fn timed_waiter_leaves_during_takeover_nonfair() {
+    timed_waiter_leaves_during_takeover(false);
+}
+
 // ---------------------------------------------------------------------------
 // Close racing queued acquires.
 
