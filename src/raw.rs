@@ -137,7 +137,7 @@
 //!   successor; the predecessor, becoming head, stores `head`, consumes its
 //!   own `SIGNAL` and reads the leaving node's status to pick whom to wake.
 //!   The leaving waiter arms its predecessor with an RMW even when it reads
-//!   `SIGNAL` already (`arm_for_successor`), so one of the two RMWs on the
+//!   `SIGNAL` already (`arm`), so one of the two RMWs on the
 //!   predecessor's status reads the other: either the releaser sees the
 //!   node cancelled and wakes past it, or the leaving waiter sees the new
 //!   head and wakes its successor itself.
@@ -962,15 +962,14 @@ impl RawSync {
     /// consistent.)
     fn should_park_after_failed_acquire(&self, pred: *mut Node, node: *mut Node, armed_pred: &mut *mut Node) -> bool {
         // SAFETY: our predecessor (invariant 6).
-        let p = unsafe { Node::get(pred) };
-        let ws = p.status.load(Acquire);
+        let ws = unsafe { Node::get(pred) }.status.load(Acquire);
         // The mutant trusts any `SIGNAL`.
         if ws == SIGNAL && (*armed_pred == pred || cfg!(aqs_mutant = "foreign_signal")) {
             return true;
         }
         if ws == CANCELLED {
             self.skip_cancelled(node, pred);
-        } else if p.status.compare_exchange(ws, SIGNAL, AcqRel, Acquire).is_ok() {
+        } else if self.arm(pred) {
             *armed_pred = pred;
             // The real code never parks on the round that armed: it re-runs
             // the hook first. The mutant re-creates the lost wake-up.
@@ -1040,40 +1039,41 @@ impl RawSync {
         return;
         // A successor is linked (or linking). Either `pred` is armed and will
         // wake it when it releases, or we wake it now: always when `pred` is
-        // the head, since a release may have just targeted us. The second
-        // `head` load, after the RMW, sees `pred` as head if a release went
-        // through it first (the JDK's `pred.thread` test; P4).
+        // the head, since a release may have just targeted us.
+        //
+        // P4, our own store-buffering pair: we marked ourselves `CANCELLED`
+        // and now read `head` and `pred`'s status; a new head at `pred`
+        // stores `head`, then consumes `pred`'s `SIGNAL` and reads our status
+        // to pick whom to wake. With plain loads on both sides each can miss
+        // the other's write: we see `pred` armed and not yet head, it sees us
+        // live and wakes us, and our successor sleeps with value free (Miri
+        // found this). So we arm `pred` with an RMW even when it reads
+        // `SIGNAL`: either the releaser's RMW there reads ours and then sees
+        // us cancelled (it wakes past us), or ours reads its, and the second
+        // `head` load sees `pred` as head (we wake our successor ourselves;
+        // the JDK's `pred.thread` test). The `unlink_load` mutant trusts a
+        // plain load of `SIGNAL`, as JDK 8 can (its volatiles are
+        // sequentially consistent).
         #[allow(unreachable_code)]
-        let armed = pred != self.head.load(Acquire) && self.arm_for_successor(pred) && pred != self.head.load(Acquire);
+        let armed = pred != self.head.load(Acquire)
+            // SAFETY: our predecessor (invariant 6).
+            && ((cfg!(aqs_mutant = "unlink_load") && unsafe { Node::get(pred) }.status.load(Acquire) == SIGNAL)
+                || self.arm(pred))
+            && pred != self.head.load(Acquire);
         if !armed {
             self.unpark_successor(node);
         }
     }
 
-    /// Arms `pred` on behalf of the successor of a node that is leaving,
-    /// with an RMW even when `pred` is already `SIGNAL` (P4); false if `pred`
-    /// is cancelled or has been replaced as head (`PASSED`).
-    ///
-    /// P4 is the leaving node's own store-buffering pair: it marks itself
-    /// `CANCELLED`, then reads `head` and `pred`'s status; a new head at
-    /// `pred` stores `head`, then consumes `pred`'s `SIGNAL` and reads our
-    /// status to pick whom to wake. With plain loads on both sides, each can
-    /// miss the other's write: we see `pred` armed and not yet head, it sees
-    /// us live and wakes us, and our successor sleeps with value free (Miri
-    /// found this). With our RMW on `pred`'s status, either the releaser's
-    /// RMW there reads ours and then sees us cancelled (it wakes past us),
-    /// or ours reads its and our `head` load after it sees `pred` as head
-    /// (we wake our successor ourselves).
-    fn arm_for_successor(&self, pred: *mut Node) -> bool {
+    /// Sets `pred`'s status to `SIGNAL` with an RMW, so that `pred`'s release
+    /// wakes its successor, even when `pred` already reads `SIGNAL` (a plain
+    /// load may return a `SIGNAL` that a release has consumed; P1, P4).
+    /// Returns false, arming nothing, if `pred` is `CANCELLED` or has been
+    /// replaced as head (`PASSED`): its successor must not wait on it.
+    fn arm(&self, pred: *mut Node) -> bool {
         // SAFETY: the caller's predecessor (invariant 6).
         let p = unsafe { Node::get(pred) };
         let mut ws = p.status.load(Acquire);
-        // The mutant trusts a plain load of `SIGNAL`, as JDK 8 can (its
-        // volatiles are sequentially consistent).
-        #[cfg(aqs_mutant = "unlink_load")]
-        if ws == SIGNAL {
-            return true;
-        }
         loop {
             if ws > 0 {
                 return false; // CANCELLED or PASSED
