@@ -493,6 +493,93 @@ impl Semaphore {
         Ok(OwnedSemaphorePermit::new(self, n))
     }
 
+    /// Acquires one permit, waiting at most `timeout`, and returns an owning
+    /// permit: the timed form of [`acquire_owned`](Self::acquire_owned).
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::thread;
+    /// use std::time::Duration;
+    /// use aqs::Semaphore;
+    ///
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let worker = {
+    ///     let sem = Arc::clone(&sem);
+    ///     thread::spawn(move || {
+    ///         // The permit moves with the job; it is returned when the job ends.
+    ///         let permit = sem.try_acquire_owned_for(Duration::from_secs(5))?;
+    ///         Ok::<_, aqs::TryAcquireError>(permit.num_permits())
+    ///     })
+    /// };
+    /// assert_eq!(worker.join().unwrap(), Ok(1));
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn try_acquire_owned_for(self: Arc<Self>, timeout: Duration) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        self.try_acquire_many_owned_for(1, timeout)
+    }
+
+    /// Acquires one permit, waiting until `deadline` at the latest, and
+    /// returns an owning permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    pub fn try_acquire_owned_until(
+        self: Arc<Self>,
+        deadline: Instant,
+    ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        self.try_acquire_many_owned_until(1, deadline)
+    }
+
+    /// Acquires `n` permits, waiting at most `timeout`, and returns an owning
+    /// permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn try_acquire_many_owned_for(
+        self: Arc<Self>,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        let n = checked("try_acquire_many_owned_for", n);
+        // An unrepresentable deadline (`Duration::MAX`) means "no deadline".
+        self.timed_raw(n, Instant::now().checked_add(timeout))?;
+        Ok(OwnedSemaphorePermit::new(self, n))
+    }
+
+    /// Acquires `n` permits, waiting until `deadline` at the latest, and
+    /// returns an owning permit.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for).
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
+    #[track_caller]
+    pub fn try_acquire_many_owned_until(
+        self: Arc<Self>,
+        n: usize,
+        deadline: Instant,
+    ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+        let n = checked("try_acquire_many_owned_until", n);
+        self.timed_raw(n, Some(deadline))?;
+        Ok(OwnedSemaphorePermit::new(self, n))
+    }
+
     /// Adds `n` permits, waking every queued waiter they can satisfy.
     ///
     /// This is Java's `release(n)`; it works on a closed semaphore too.

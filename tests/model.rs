@@ -80,10 +80,12 @@ enum Op {
         n: Option<usize>,
         kind: Kind,
     },
-    /// `try_acquire(_many)_for(ZERO)` or `try_acquire(_many)_until(now)`.
+    /// `try_acquire(_many)(_owned)_for(ZERO)` or
+    /// `try_acquire(_many)(_owned)_until(now)`.
     TimedZero {
         n: Option<usize>,
         until: bool,
+        kind: Kind,
     },
     AddPermits(usize),
     /// `add_permits` of one more than `MAX_PERMITS` minus the permits in
@@ -127,7 +129,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (count(), kind()).prop_map(|(n, kind)| Op::Acquire { n, kind }),
         4 => (count(), kind()).prop_map(|(n, kind)| Op::TryAcquire { n, kind }),
-        2 => (count(), any::<bool>()).prop_map(|(n, until)| Op::TimedZero { n, until }),
+        2 => (count(), any::<bool>(), kind()).prop_map(|(n, until, kind)| Op::TimedZero { n, until, kind }),
         3 => (0..=5usize).prop_map(Op::AddPermits),
         1 => Just(Op::AddOverflow),
         1 => Just(Op::AddToMax),
@@ -255,21 +257,39 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                     }
                 }
             }
-            Op::TimedZero { n, until } => {
+            Op::TimedZero { n, until, kind } => {
                 let want = n.unwrap_or(1);
                 let expected = model.try_take(want);
                 // A zero timeout or a deadline that has passed by the time the
                 // call looks at it: takes what is free now, never queues.
-                let got = match (n, until) {
-                    (None, false) => sem.try_acquire_for(Duration::ZERO),
-                    (Some(n), false) => sem.try_acquire_many_for(n, Duration::ZERO),
-                    (None, true) => sem.try_acquire_until(Instant::now()),
-                    (Some(n), true) => sem.try_acquire_many_until(n, Instant::now()),
-                };
-                prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
-                if let Ok(p) = got {
-                    held.borrowed.push(p);
-                    model.borrowed.push(want);
+                match kind {
+                    Kind::Borrowed => {
+                        let got = match (n, until) {
+                            (None, false) => sem.try_acquire_for(Duration::ZERO),
+                            (Some(n), false) => sem.try_acquire_many_for(n, Duration::ZERO),
+                            (None, true) => sem.try_acquire_until(Instant::now()),
+                            (Some(n), true) => sem.try_acquire_many_until(n, Instant::now()),
+                        };
+                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        if let Ok(p) = got {
+                            held.borrowed.push(p);
+                            model.borrowed.push(want);
+                        }
+                    }
+                    Kind::Owned => {
+                        let sem = Arc::clone(&sem);
+                        let got = match (n, until) {
+                            (None, false) => sem.try_acquire_owned_for(Duration::ZERO),
+                            (Some(n), false) => sem.try_acquire_many_owned_for(n, Duration::ZERO),
+                            (None, true) => sem.try_acquire_owned_until(Instant::now()),
+                            (Some(n), true) => sem.try_acquire_many_owned_until(n, Instant::now()),
+                        };
+                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        if let Ok(p) = got {
+                            held.owned.push(p);
+                            model.owned.push(want);
+                        }
+                    }
                 }
             }
             Op::AddPermits(n) if model.total() + n > Semaphore::MAX_PERMITS => {

@@ -171,7 +171,7 @@ fn arrivals_barge_past_queued_waiters_only_when_nonfair() {
         let sem2 = Arc::clone(&sem);
         bounded(move || {
             let sem = sem2;
-            let barge: [(&str, TryCall<'_>); 8] = [
+            let barge: [(&str, TryCall<'_>); 10] = [
                 ("try_acquire", &|| sem.try_acquire().map(|p| p.num_permits())),
                 ("try_acquire_many", &|| sem.try_acquire_many(1).map(|p| p.num_permits())),
                 ("try_acquire_for(ZERO)", &|| sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())),
@@ -182,6 +182,12 @@ fn arrivals_barge_past_queued_waiters_only_when_nonfair() {
                 ("try_acquire_many_until(past)", &|| sem.try_acquire_many_until(1, past()).map(|p| p.num_permits())),
                 ("try_acquire_owned", &|| Arc::clone(&sem).try_acquire_owned().map(|p| p.num_permits())),
                 ("try_acquire_many_owned", &|| Arc::clone(&sem).try_acquire_many_owned(1).map(|p| p.num_permits())),
+                ("try_acquire_owned_for(ZERO)", &|| {
+                    Arc::clone(&sem).try_acquire_owned_for(Duration::ZERO).map(|p| p.num_permits())
+                }),
+                ("try_acquire_many_owned_until(past)", &|| {
+                    Arc::clone(&sem).try_acquire_many_owned_until(1, past()).map(|p| p.num_permits())
+                }),
             ];
             for (name, call) in barge {
                 // Each permit is dropped at once; the waiter (needs 2) stays queued.
@@ -456,6 +462,52 @@ fn timed_wait_gives_up_after_its_deadline_and_leaves_the_queue() {
     });
 }
 
+/// The owned timed variants wait like the borrowed ones: a release wakes them
+/// with a permit that then travels to another thread, and their timeout ends
+/// the wait with `NoPermits` and an empty queue.
+#[test]
+fn owned_timed_waits_are_woken_and_time_out() {
+    both_modes(|mode| {
+        let sem = mode.arc(0);
+        let one = {
+            let sem = Arc::clone(&sem);
+            spawn(move || sem.try_acquire_owned_for(WAIT))
+        };
+        wait_queued(&sem, 1);
+        let two = {
+            let sem = Arc::clone(&sem);
+            spawn(move || sem.try_acquire_many_owned_until(2, Instant::now() + WAIT))
+        };
+        wait_queued(&sem, 2);
+        sem.add_permits(3);
+        let one = one.join().expect("owned waiter for 1 not served");
+        let two = two.join().expect("owned waiter for 2 not served");
+        assert_eq!((one.num_permits(), two.num_permits()), (1, 2));
+        assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0));
+        // The permits outlive the waiting threads and go back from a third.
+        spawn(move || drop((one, two))).join();
+        assert_eq!(sem.available_permits(), 3);
+
+        let t = {
+            let sem = Arc::clone(&sem);
+            spawn(move || {
+                let _all = sem.try_acquire_many(3).unwrap();
+                let timeout = Duration::from_millis(20);
+                let start = Instant::now();
+                assert!(is_no_permits(Arc::clone(&sem).try_acquire_owned_for(timeout)));
+                assert!(start.elapsed() >= timeout, "gave up before its timeout");
+                let deadline = Instant::now() + timeout;
+                assert!(is_no_permits(Arc::clone(&sem).try_acquire_owned_until(deadline)));
+                assert!(Instant::now() >= deadline, "gave up before its deadline");
+                assert!(is_no_permits(Arc::clone(&sem).try_acquire_many_owned_for(1, timeout)));
+                assert_eq!(sem.queue_length(), 0);
+            })
+        };
+        t.join();
+        assert_eq!((sem.available_permits(), sem.queue_length()), (3, 0));
+    });
+}
+
 /// A waiter that times out in the middle of the queue unlinks itself without
 /// cutting off the waiters behind it.
 #[test]
@@ -648,6 +700,8 @@ fn close_wakes_every_waiter_with_an_error() {
             Box::new(|s| s.try_acquire_many_for(2, WAIT).map(|p| p.num_permits())),
             Box::new(|s| s.try_acquire_until(Instant::now() + WAIT).map(|p| p.num_permits())),
             Box::new(|s| s.try_acquire_many_until(3, Instant::now() + WAIT).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_owned_for(WAIT).map(|p| p.num_permits())),
+            Box::new(|s| s.try_acquire_many_owned_until(2, Instant::now() + WAIT).map(|p| p.num_permits())),
         ];
         let mut queued = 0;
         let blocking: Vec<_> = blocking
@@ -808,13 +862,19 @@ fn requests_above_max_permits_panic_at_once() {
             let sem = Arc::clone(&sem);
             // In a thread: if a variant blocked instead, `join` fails.
             spawn(move || {
-                let calls: [(&str, &dyn Fn()); 6] = [
+                let calls: [(&str, &dyn Fn()); 8] = [
                     ("acquire_many", &|| drop(sem.acquire_many(TOO_MANY))),
                     ("try_acquire_many", &|| drop(sem.try_acquire_many(TOO_MANY))),
                     ("try_acquire_many_for", &|| drop(sem.try_acquire_many_for(TOO_MANY, WAIT))),
                     ("try_acquire_many_until", &|| drop(sem.try_acquire_many_until(TOO_MANY, Instant::now() + WAIT))),
                     ("acquire_many_owned", &|| drop(Arc::clone(&sem).acquire_many_owned(TOO_MANY))),
                     ("try_acquire_many_owned", &|| drop(Arc::clone(&sem).try_acquire_many_owned(TOO_MANY))),
+                    ("try_acquire_many_owned_for", &|| {
+                        drop(Arc::clone(&sem).try_acquire_many_owned_for(TOO_MANY, WAIT))
+                    }),
+                    ("try_acquire_many_owned_until", &|| {
+                        drop(Arc::clone(&sem).try_acquire_many_owned_until(TOO_MANY, Instant::now() + WAIT))
+                    }),
                 ];
                 for (name, call) in calls {
                     let msg = expect_panic(call);
@@ -850,6 +910,8 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
                 assert_eq!(sem.try_acquire_many_until(0, past()).unwrap().num_permits(), 0);
                 assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap().num_permits(), 0);
                 assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap().num_permits(), 0);
+                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_for(0, WAIT).unwrap().num_permits(), 0);
+                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_until(0, past()).unwrap().num_permits(), 0);
             })
         };
         zero.join();
@@ -867,6 +929,11 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
                 assert_eq!(sem.try_acquire_many_until(0, past()).unwrap_err(), TryAcquireError::Closed);
                 assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap_err(), AcquireError);
                 assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap_err(), TryAcquireError::Closed);
+                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_for(0, WAIT).unwrap_err(), TryAcquireError::Closed);
+                assert_eq!(
+                    Arc::clone(&sem).try_acquire_many_owned_until(0, past()).unwrap_err(),
+                    TryAcquireError::Closed
+                );
             })
         };
         zero.join();
