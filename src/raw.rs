@@ -137,10 +137,10 @@
 //!   successor; the predecessor, becoming head, stores `head`, consumes its
 //!   own `SIGNAL` and reads the leaving node's status to pick whom to wake.
 //!   The leaving waiter arms its predecessor with an RMW even when it reads
-//!   `SIGNAL` already (`arm`), so one of the two RMWs on the
-//!   predecessor's status reads the other: either the releaser sees the
-//!   node cancelled and wakes past it, or the leaving waiter sees the new
-//!   head and wakes its successor itself.
+//!   `SIGNAL` already (`arm`), so one of the two RMWs on the predecessor's
+//!   status reads the other: either the releaser sees the node cancelled and
+//!   wakes past it, or the leaving waiter sees the new head and wakes its
+//!   successor itself.
 //!
 //! Wake-ups go through a per-node `wake` flag set with a `Release` swap (an
 //! RMW, so it is totally ordered with the owner's clearing swap) before
