@@ -436,6 +436,8 @@ public final class SemaphoreBench {
         final CyclicBarrier start = new CyclicBarrier(BATCH + 1);
         volatile boolean exit;
         final Thread[] workers = new Thread[BATCH];
+        // The measuring thread, unparked by the last waiter to return.
+        final Thread measurer = Thread.currentThread();
 
         Batch(boolean fair) {
             sem = new Semaphore(0, fair);
@@ -450,7 +452,9 @@ public final class SemaphoreBench {
                             ready.incrementAndGet();
                             sem.acquireUninterruptibly();
                             last.accumulateAndGet(System.nanoTime() - base, Math::max);
-                            done.incrementAndGet();
+                            if (done.incrementAndGet() == BATCH) {
+                                LockSupport.unpark(measurer);
+                            }
                         }
                     } catch (Exception e) {
                         throw new RuntimeException(e);
@@ -472,8 +476,9 @@ public final class SemaphoreBench {
             sleepNs(1_000_000); // let them park, as SETTLE in the Rust suite
             long t0 = System.nanoTime() - base;
             sem.release(BATCH);
+            // As in the Rust suite: sleep until the last waiter unparks us.
             while (done.get() < BATCH) {
-                sleepNs(20_000);
+                LockSupport.parkNanos(5_000_000);
             }
             return Math.max(0, last.get() - t0);
         }
