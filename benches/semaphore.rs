@@ -21,6 +21,11 @@
 //!    written to `$CARGO_TARGET_DIR/aqs-bench/fairness.json` (`target/` when
 //!    the variable is unset).
 //!
+//! Before each group and at the end, a *sentinel* measures the critical
+//! section alone and a spin round trip between two threads, and writes them
+//! to `aqs-bench/rust-run.json`; the report shows how far they moved during
+//! the run, so a run the host disturbed can be told from a quiet one.
+//!
 //! `AQS_BENCH_QUICK=1` shortens every phase (the suite then takes a couple of
 //! minutes). `scripts/bench-report.sh --run` runs this, the JDK anchor and the
 //! report in one go, with `CARGO_TARGET_DIR` defaulting to `target/bench`.
@@ -789,6 +794,75 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
 }
 
 // ---------------------------------------------------------------------------
+// Sentinels: did the machine stay the same from group to group?
+// ---------------------------------------------------------------------------
+
+/// One look at the machine, taken before each group and after the last: the
+/// critical section alone on this thread, and a round trip between two
+/// spinning threads, which needs both CPUs at once. A host that slows a CPU
+/// or takes one away for a while moves these numbers, and the report puts
+/// them beside the results (a cell measured in such a spell can be off by 3x
+/// while the start-of-run numbers look quiet).
+struct Sentinel {
+    at: &'static str,
+    cs_ns: f64,
+    round_trip_ns: f64,
+}
+
+/// Windows per sentinel measurement; the median is kept.
+const SENTINEL_WINDOWS: usize = 5;
+/// Critical sections, and spin round trips, per window.
+const SENTINEL_OPS: u32 = 20_000;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn sentinel(at: &'static str, out: &mut Vec<Sentinel>) {
+    let word = Padded(AtomicU64::new(WORD_SEED));
+    let cs_ns = median(
+        (0..SENTINEL_WINDOWS)
+            .map(|_| {
+                let t0 = Instant::now();
+                for _ in 0..SENTINEL_OPS {
+                    critical_section(black_box(&word));
+                }
+                t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS)
+            })
+            .collect(),
+    );
+    // `ball` counts strokes: the partner answers odd values, we answer even
+    // ones. One warm-up window lets the scheduler spread the two threads.
+    let ball = Padded(AtomicU64::new(0));
+    let rounds = u64::from(SENTINEL_OPS) * (SENTINEL_WINDOWS as u64 + 1);
+    let round_trip_ns = thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..rounds {
+                while ball.load(Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                ball.store(2 * i + 2, Release);
+            }
+        });
+        let mut windows = Vec::with_capacity(SENTINEL_WINDOWS + 1);
+        for w in 0..=SENTINEL_WINDOWS as u64 {
+            let t0 = Instant::now();
+            for i in w * u64::from(SENTINEL_OPS)..(w + 1) * u64::from(SENTINEL_OPS) {
+                ball.store(2 * i + 1, Release);
+                while ball.load(Acquire) != 2 * i + 2 {
+                    std::hint::spin_loop();
+                }
+            }
+            windows.push(t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS));
+        }
+        median(windows.split_off(1))
+    });
+    println!("sentinel/{at:<16} critical section alone {cs_ns:>7.1} ns   spin round trip {round_trip_ns:>7.1} ns");
+    out.push(Sentinel { at, cs_ns, round_trip_ns });
+}
+
+// ---------------------------------------------------------------------------
 // Run metadata and JSON output
 // ---------------------------------------------------------------------------
 
@@ -863,16 +937,28 @@ fn write_fairness(mode: Mode, results: &[Fairness]) {
     write_file("fairness.json", &text);
 }
 
-fn write_run_info(mode: Mode, started: u64, load_start: &str) {
+fn write_run_info(mode: Mode, started: u64, load_start: &str, sentinels: &[Sentinel]) {
     let ended = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let args: Vec<String> = std::env::args().skip(1).map(|a| json_str(&a)).collect();
+    let sentinels: Vec<String> = sentinels
+        .iter()
+        .map(|x| {
+            format!(
+                "{{\"at\": {}, \"cs_ns\": {}, \"round_trip_ns\": {}}}",
+                json_str(x.at),
+                json_num(x.cs_ns),
+                json_num(x.round_trip_ns)
+            )
+        })
+        .collect();
     let text = format!(
         "{{\n  \"quick\": {},\n  \"started_unix\": {started},\n  \"ended_unix\": {ended},\n  \"loadavg_start\": {},\n  \
-         \"loadavg_end\": {},\n  \"args\": [{}],\n  \"cs_rounds\": {CS_ROUNDS}\n}}\n",
+         \"loadavg_end\": {},\n  \"args\": [{}],\n  \"cs_rounds\": {CS_ROUNDS},\n  \"sentinels\": [{}]\n}}\n",
         mode.quick,
         json_str(load_start),
         json_str(&loadavg()),
-        args.join(", ")
+        args.join(", "),
+        sentinels.join(", ")
     );
     write_file("rust-run.json", &text);
 }
@@ -946,6 +1032,15 @@ fn main() {
         .nresamples(20_000)
         .configure_from_args();
 
+    // Only a measuring run looks at the machine (not `--list` or the test
+    // harness's single pass).
+    let mut sentinels = Vec::new();
+    let mut look = |at: &'static str| {
+        if measuring() {
+            sentinel(at, &mut sentinels);
+        }
+    };
+    look("start");
     {
         let mut g = c.benchmark_group("uncontended");
         if mode.quick {
@@ -955,6 +1050,7 @@ fn main() {
         each_contender!(uncontended(&mut g));
         g.finish();
     }
+    look("contended");
     {
         let mut g = c.benchmark_group("contended");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
@@ -963,12 +1059,14 @@ fn main() {
         }
         g.finish();
     }
+    look("handoff");
     {
         let mut g = c.benchmark_group("handoff");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
         each_contender!(handoff(&mut g));
         g.finish();
     }
+    look("batch_wake");
     {
         let mut g = c.benchmark_group("batch_wake");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
@@ -977,12 +1075,14 @@ fn main() {
     }
 
     if fairness_wanted() {
+        look("fairness");
         let mut results = Vec::new();
         each_contender!(fairness(mode, &mut results));
         write_fairness(mode, &results);
     }
+    look("end");
     c.final_summary();
     if measuring() {
-        write_run_info(mode, started, &load_start);
+        write_run_info(mode, started, &load_start, &sentinels);
     }
 }

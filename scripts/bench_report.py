@@ -51,6 +51,9 @@ RUST_PEERS = [
 REF = "tokio"
 JDK_REF = "jdk-nonfair"
 NOISY = 0.25  # `~` when (max - min) / median of the samples exceeds this
+# A run is called disturbed when a sentinel (benches/semaphore.rs) moved more
+# than this from its value at the start of the run.
+SENTINEL_DRIFT = 0.10
 
 UNCONTENDED = [
     ("acquire_release", "acquire+release"),
@@ -155,6 +158,18 @@ def sig(x):
     if a >= 1:
         return f"{x:.2f}"
     return f"{x:.3g}"
+
+
+def sentinels(rust_run):
+    """The run's sentinels as text, and their largest relative move from the
+    first one; None when the run recorded fewer than two."""
+    xs = (rust_run or {}).get("sentinels") or []
+    if len(xs) < 2:
+        return None
+    cs0, rt0 = xs[0]["cs_ns"], xs[0]["round_trip_ns"]
+    drift = max(max(abs(x["cs_ns"] / cs0 - 1), abs(x["round_trip_ns"] / rt0 - 1)) for x in xs[1:])
+    text = ", ".join(f"{x['at']} {sig(x['cs_ns'])} / {sig(x['round_trip_ns'])}" for x in xs)
+    return text, drift
 
 
 def noisy(rec):
@@ -555,6 +570,15 @@ def main():
     if rust_run and jdk_meta and rust_run.get("quick") != jdk_meta.get("quick"):
         warnings.append("the Rust and JDK results come from different modes (quick vs full).")
 
+    sent = sentinels(rust_run)
+    if sent and sent[1] > SENTINEL_DRIFT:
+        warnings.append(
+            f"the machine sentinels moved {sent[1]:.0%} during the run (more than {SENTINEL_DRIFT:.0%}): "
+            "the host disturbed part of it, so these numbers are not a fair comparison."
+        )
+    if rust_run and not sent:
+        warnings.append("this run recorded no machine sentinels (an older or filtered run).")
+
     m = machine()
     quick = rust_run.get("quick") if rust_run else None
     mode = "quick (`AQS_BENCH_QUICK=1`)" if quick else "full" if quick is not None else "unknown"
@@ -618,6 +642,14 @@ def main():
         f"- Machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem']}, {m['kernel']}",
         f"- Toolchains: {m['rustc']}; {m['java']}",
         "- Load average (1/5/15 min): " + ("; ".join(loads) if loads else "not recorded"),
+        "- Machine sentinels before each group (critical section alone / spin round trip between two "
+        "threads, ns): "
+        + (
+            f"{sent[0]}; largest move from the start {sent[1]:.1%}"
+            + (" (**disturbed**)" if sent[1] > SENTINEL_DRIFT else " (quiet)")
+            if sent
+            else "not recorded"
+        ),
         "- Commands:",
         "",
         "```sh",
@@ -694,16 +726,18 @@ def main():
         text = readme.read_text()
         start, end = "<!-- bench:start -->", "<!-- bench:end -->"
         if start in text and end in text and text.index(start) < text.index(end):
-            section = readme_section(data, date, mode, m, rust_run)
+            section = readme_section(data, date, mode, m, rust_run, sent)
             a = text.index(start) + len(start)
             b = text.index(end)
             readme.write_text(text[:a] + "\n" + section + "\n" + text[b:])
             print(f"updated {args.readme} between the bench markers")
         else:
             print(f"{args.readme} has no bench markers: left alone")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
-def readme_section(data, date, mode, m, rust_run):
+def readme_section(data, date, mode, m, rust_run, sent):
     rows = [
         ("uncontended acquire+release (ns)", "uncontended", "acquire_release", lambda ns: ns),
         ("contended T=4 P=1 (M pairs/s)", "contended", "t4_p1", lambda ns: 1e3 / ns),
@@ -717,6 +751,12 @@ def readme_section(data, date, mode, m, rust_run):
         "",
         f"Medians, {date}, {mode} mode, {m['nproc']} CPUs ({m['cpu']})"
         + (f", load average {rust_run['loadavg_start']} at start" if rust_run else "")
+        + (
+            f", machine sentinels within {sent[1]:.1%} of their start"
+            + (" (**disturbed run**)" if sent[1] > SENTINEL_DRIFT else "")
+            if sent
+            else ""
+        )
         + ". All tables, peers and the method: [docs/bench-results.md](docs/bench-results.md).",
         "",
         "| workload | " + " | ".join(LABEL[c] for c in cols) + " | best other Rust peer |",
