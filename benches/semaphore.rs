@@ -21,10 +21,11 @@
 //!    written to `$CARGO_TARGET_DIR/aqs-bench/fairness.json` (`target/` when
 //!    the variable is unset).
 //!
-//! Before each group and at the end, a *sentinel* measures the critical
-//! section alone and a spin round trip between two threads, and writes them
-//! to `aqs-bench/rust-run.json`; the report shows how far they moved during
-//! the run, so a run the host disturbed can be told from a quiet one.
+//! At the start, before every cell that uses both CPUs and at the end, a
+//! *sentinel* measures the critical section alone and a spin round trip
+//! between two threads, and writes them to `aqs-bench/rust-run.json`; the
+//! report shows how far they spread over the run, so a run the host
+//! disturbed can be told from a quiet one.
 //!
 //! `AQS_BENCH_QUICK=1` shortens every phase (the suite then takes a couple of
 //! minutes). `scripts/bench-report.sh --run` runs this, the JDK anchor and the
@@ -40,7 +41,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -576,7 +577,10 @@ impl<S: Contender> Drop for Pool<S> {
 fn contended<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize, permits: usize) {
     let mut pool: Option<Pool<S>> = None;
     g.bench_function(BenchmarkId::new(format!("t{threads}_p{permits}"), S::NAME), |b| {
-        let pool = pool.get_or_insert_with(|| Pool::new(threads, permits));
+        let pool = pool.get_or_insert_with(|| {
+            sentinel(format!("contended/t{threads}_p{permits}/{}", S::NAME));
+            Pool::new(threads, permits)
+        });
         b.iter_custom(|iters| pool.measure(iters))
     });
 }
@@ -635,7 +639,10 @@ impl<S: Contender> Drop for Partner<S> {
 fn handoff<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let mut partner: Option<Partner<S>> = None;
     g.bench_function(BenchmarkId::new("round_trip", S::NAME), |b| {
-        let partner = partner.get_or_insert_with(Partner::new);
+        let partner = partner.get_or_insert_with(|| {
+            sentinel(format!("handoff/round_trip/{}", S::NAME));
+            Partner::new()
+        });
         b.iter_custom(|iters| partner.round_trips(iters))
     });
 }
@@ -737,7 +744,10 @@ impl<S: Contender> Drop for Batch<S> {
 fn batch_wake<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let mut batch: Option<Batch<S>> = None;
     g.bench_function(BenchmarkId::new("wake8", S::NAME), |b| {
-        let batch = batch.get_or_insert_with(Batch::new);
+        let batch = batch.get_or_insert_with(|| {
+            sentinel(format!("batch_wake/wake8/{}", S::NAME));
+            Batch::new()
+        });
         b.iter_custom(|iters| (0..iters).map(|_| batch.round()).sum())
     });
 }
@@ -797,17 +807,23 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
 // Sentinels: did the machine stay the same from group to group?
 // ---------------------------------------------------------------------------
 
-/// One look at the machine, taken before each group and after the last: the
-/// critical section alone on this thread, and a round trip between two
-/// spinning threads, which needs both CPUs at once. A host that slows a CPU
-/// or takes one away for a while moves these numbers, and the report puts
-/// them beside the results (a cell measured in such a spell can be off by 3x
-/// while the start-of-run numbers look quiet).
+/// One look at the machine: the critical section alone on this thread, and
+/// a round trip between two spinning threads, which needs both CPUs at once
+/// and costs what moving a cache line between them costs. Taken at the
+/// start, before every cell of the groups that use both CPUs (contended,
+/// hand-off, batch wake) and at the end. A host that slows a CPU, takes one
+/// away or places the two far apart moves these numbers, and the report puts
+/// them beside the results: on this VM such spells have cut every
+/// contender's 4-permit throughput by 4x for a minute while the numbers at
+/// the start looked quiet.
 struct Sentinel {
-    at: &'static str,
+    at: String,
     cs_ns: f64,
     round_trip_ns: f64,
 }
+
+/// Every sentinel of this run, in order.
+static SENTINELS: Mutex<Vec<Sentinel>> = Mutex::new(Vec::new());
 
 /// Windows per sentinel measurement; the median is kept.
 const SENTINEL_WINDOWS: usize = 5;
@@ -819,7 +835,12 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-fn sentinel(at: &'static str, out: &mut Vec<Sentinel>) {
+/// Takes a sentinel named `at`, only in a measuring run (not `--list` or the
+/// test harness's single pass).
+fn sentinel(at: String) {
+    if !measuring() {
+        return;
+    }
     let word = Padded(AtomicU64::new(WORD_SEED));
     let cs_ns = median(
         (0..SENTINEL_WINDOWS)
@@ -858,8 +879,8 @@ fn sentinel(at: &'static str, out: &mut Vec<Sentinel>) {
         }
         median(windows.split_off(1))
     });
-    println!("sentinel/{at:<16} critical section alone {cs_ns:>7.1} ns   spin round trip {round_trip_ns:>7.1} ns");
-    out.push(Sentinel { at, cs_ns, round_trip_ns });
+    println!("sentinel {at:<40} critical section alone {cs_ns:>6.1} ns   spin round trip {round_trip_ns:>6.1} ns");
+    SENTINELS.lock().expect("sentinel lock").push(Sentinel { at, cs_ns, round_trip_ns });
 }
 
 // ---------------------------------------------------------------------------
@@ -937,7 +958,8 @@ fn write_fairness(mode: Mode, results: &[Fairness]) {
     write_file("fairness.json", &text);
 }
 
-fn write_run_info(mode: Mode, started: u64, load_start: &str, sentinels: &[Sentinel]) {
+fn write_run_info(mode: Mode, started: u64, load_start: &str) {
+    let sentinels = SENTINELS.lock().expect("sentinel lock");
     let ended = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let args: Vec<String> = std::env::args().skip(1).map(|a| json_str(&a)).collect();
     let sentinels: Vec<String> = sentinels
@@ -945,7 +967,7 @@ fn write_run_info(mode: Mode, started: u64, load_start: &str, sentinels: &[Senti
         .map(|x| {
             format!(
                 "{{\"at\": {}, \"cs_ns\": {}, \"round_trip_ns\": {}}}",
-                json_str(x.at),
+                json_str(&x.at),
                 json_num(x.cs_ns),
                 json_num(x.round_trip_ns)
             )
@@ -1032,15 +1054,7 @@ fn main() {
         .nresamples(20_000)
         .configure_from_args();
 
-    // Only a measuring run looks at the machine (not `--list` or the test
-    // harness's single pass).
-    let mut sentinels = Vec::new();
-    let mut look = |at: &'static str| {
-        if measuring() {
-            sentinel(at, &mut sentinels);
-        }
-    };
-    look("start");
+    sentinel("start".into());
     {
         let mut g = c.benchmark_group("uncontended");
         if mode.quick {
@@ -1050,7 +1064,6 @@ fn main() {
         each_contender!(uncontended(&mut g));
         g.finish();
     }
-    look("contended");
     {
         let mut g = c.benchmark_group("contended");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
@@ -1059,14 +1072,12 @@ fn main() {
         }
         g.finish();
     }
-    look("handoff");
     {
         let mut g = c.benchmark_group("handoff");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
         each_contender!(handoff(&mut g));
         g.finish();
     }
-    look("batch_wake");
     {
         let mut g = c.benchmark_group("batch_wake");
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
@@ -1075,14 +1086,13 @@ fn main() {
     }
 
     if fairness_wanted() {
-        look("fairness");
         let mut results = Vec::new();
         each_contender!(fairness(mode, &mut results));
         write_fairness(mode, &results);
     }
-    look("end");
+    sentinel("end".into());
     c.final_summary();
     if measuring() {
-        write_run_info(mode, started, &load_start, &sentinels);
+        write_run_info(mode, started, &load_start);
     }
 }
