@@ -24,8 +24,8 @@
 //! At the start, before every cell that uses both CPUs and at the end, a
 //! *sentinel* measures the critical section alone and a spin round trip
 //! between two threads, and writes them to `aqs-bench/rust-run.json`; the
-//! report shows how far they spread over the run, so a run the host
-//! disturbed can be told from a quiet one.
+//! report marks the cells next to one that is off the run's median, so a
+//! cell the host disturbed can be told from a quiet one.
 //!
 //! `AQS_BENCH_QUICK=1` shortens every phase (the suite then takes a couple of
 //! minutes). `scripts/bench-report.sh --run` runs this, the JDK anchor and the
@@ -722,8 +722,8 @@ impl<S: Contender> Batch<S> {
         s.sem.add_permits(BATCH);
         // Sleep until the last waiter unparks us (bounded, and re-checked:
         // `park` may return early). Polling on a timer instead woke this
-        // thread every few microseconds on one of the two CPUs the waiters
-        // need, which added about 7 µs to every contender's time.
+        // thread every 20 µs on one of the two CPUs the waiters need, which
+        // added 4 to 9 µs to every contender's time.
         while s.done.load(SeqCst) < BATCH {
             thread::park_timeout(Duration::from_millis(5));
         }
@@ -804,7 +804,7 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
 }
 
 // ---------------------------------------------------------------------------
-// Sentinels: did the machine stay the same from group to group?
+// Sentinels: did the machine stay the same from cell to cell?
 // ---------------------------------------------------------------------------
 
 /// One look at the machine: the critical section alone on this thread, and
@@ -813,9 +813,9 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
 /// start, before every cell of the groups that use both CPUs (contended,
 /// hand-off, batch wake) and at the end. A host that slows a CPU, takes one
 /// away or places the two far apart moves these numbers, and the report puts
-/// them beside the results: on this VM such spells have cut every
-/// contender's 4-permit throughput by 4x for a minute while the numbers at
-/// the start looked quiet.
+/// them beside the results: on this VM one such spell cut aqs fair's T=4 P=4
+/// throughput from 23 to 5.4 M pairs/s (tokio's from 8.7 to 4.6) while the
+/// numbers at the start of the run looked quiet.
 struct Sentinel {
     at: String,
     cs_ns: f64,
@@ -855,30 +855,37 @@ fn sentinel(at: String) {
     );
     // `ball` counts strokes: the partner answers odd values, we answer even
     // ones. One warm-up window lets the scheduler spread the two threads.
+    // With one CPU, two spinners would pass the ball once per time slice, so
+    // there is no round trip to measure.
+    let two_cpus = thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
     let ball = Padded(AtomicU64::new(0));
     let rounds = u64::from(SENTINEL_OPS) * (SENTINEL_WINDOWS as u64 + 1);
-    let round_trip_ns = thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..rounds {
-                while ball.load(Acquire) != 2 * i + 1 {
-                    std::hint::spin_loop();
+    let round_trip_ns = if !two_cpus {
+        f64::NAN
+    } else {
+        thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..rounds {
+                    while ball.load(Acquire) != 2 * i + 1 {
+                        std::hint::spin_loop();
+                    }
+                    ball.store(2 * i + 2, Release);
                 }
-                ball.store(2 * i + 2, Release);
-            }
-        });
-        let mut windows = Vec::with_capacity(SENTINEL_WINDOWS + 1);
-        for w in 0..=SENTINEL_WINDOWS as u64 {
-            let t0 = Instant::now();
-            for i in w * u64::from(SENTINEL_OPS)..(w + 1) * u64::from(SENTINEL_OPS) {
-                ball.store(2 * i + 1, Release);
-                while ball.load(Acquire) != 2 * i + 2 {
-                    std::hint::spin_loop();
+            });
+            let mut windows = Vec::with_capacity(SENTINEL_WINDOWS + 1);
+            for w in 0..=SENTINEL_WINDOWS as u64 {
+                let t0 = Instant::now();
+                for i in w * u64::from(SENTINEL_OPS)..(w + 1) * u64::from(SENTINEL_OPS) {
+                    ball.store(2 * i + 1, Release);
+                    while ball.load(Acquire) != 2 * i + 2 {
+                        std::hint::spin_loop();
+                    }
                 }
+                windows.push(t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS));
             }
-            windows.push(t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS));
-        }
-        median(windows.split_off(1))
-    });
+            median(windows.split_off(1))
+        })
+    };
     println!("sentinel {at:<40} critical section alone {cs_ns:>6.1} ns   spin round trip {round_trip_ns:>6.1} ns");
     SENTINELS.lock().expect("sentinel lock").push(Sentinel { at, cs_ns, round_trip_ns });
 }
