@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 # (id, label) in table order.
 CONTENDERS = [
@@ -164,12 +165,17 @@ def sig(x):
     return f"{x:.3g}"
 
 
+class Sentinels(NamedTuple):
+    """What the run's machine sentinels say (benches/semaphore.rs)."""
+
+    summary: str  # one line for the report
+    off: list  # the sentinels off the run's median by more than SENTINEL_OFF, either way
+    cells: set  # (group, bench, contender) of the cells next to those, before or after
+    taken: int
+
+
 def sentinels(rust_run):
-    """The run's sentinels: a summary line, the sentinels that found the
-    machine unlike its usual self in this run (either measure off the run's
-    median by more than a factor SENTINEL_OFF, either way), the ids of the
-    cells measured next to those (right before or right after), and how many
-    were taken. None when fewer than three were taken."""
+    """The run's sentinels, or None when fewer than three were taken."""
     xs = (rust_run or {}).get("sentinels") or []
     if len(xs) < 3:
         return None
@@ -197,7 +203,7 @@ def sentinels(rust_run):
         for key, name in keys
     ]
     text = f"{len(xs)} taken; " + "; ".join(parts) + f"; {len(bad)} off the median by more than {SENTINEL_OFF}x"
-    return text, bad, cells, len(xs)
+    return Sentinels(text, bad, cells, len(xs))
 
 
 def noisy(rec):
@@ -207,7 +213,7 @@ def noisy(rec):
 class Data:
     def __init__(self, results, sent=None):
         self.r = results
-        self.disturbed = sent[2] if sent else set()
+        self.disturbed = sent.cells if sent else set()
 
     def get(self, group, bench, contender):
         return self.r.get((group, bench, contender))
@@ -225,7 +231,7 @@ class Data:
 
     def cell(self, group, bench, contender, scale):
         """The shown value (ns scaled by `scale`) with `~` when noisy and `‡`
-        when a sentinel found the machine disturbed just before it."""
+        when a sentinel next to it (before or after) found the machine changed."""
         rec = self.get(group, bench, contender)
         if not rec:
             return "n/a"
@@ -593,7 +599,8 @@ def main():
     if not jdk_results:
         warnings.append("no JDK results (scripts/bench-jdk.sh not run, or java not installed): JDK columns are n/a.")
     results.update(jdk_results)
-    data = Data(results, sentinels(rust_run))
+    sent = sentinels(rust_run)
+    data = Data(results, sent)
     fairness = load_json(aqs_dir / "fairness.json")
     rust_fair = fairness["results"] if fairness else []
     if not fairness:
@@ -601,11 +608,10 @@ def main():
     if rust_run and jdk_meta and rust_run.get("quick") != jdk_meta.get("quick"):
         warnings.append("the Rust and JDK results come from different modes (quick vs full).")
 
-    sent = sentinels(rust_run)
-    if sent and sent[1]:
+    if sent and sent.off:
         warnings.append(
-            f"{len(sent[1])} machine sentinel(s) found the machine unlike the rest of the run (first "
-            f"before `{sent[1][0]['at']}`); the cells measured next to them are marked `‡`, and "
+            f"{len(sent.off)} machine sentinel(s) found the machine unlike the rest of the run (first "
+            f"before `{sent.off[0]['at']}`); the cells measured next to them are marked `‡`, and "
             "the comparison is not fair there."
         )
     if rust_run and not sent:
@@ -675,11 +681,7 @@ def main():
         f"- Toolchains: {m['rustc']}; {m['java']}",
         "- Load average (1/5/15 min): " + ("; ".join(loads) if loads else "not recorded"),
         "- Machine sentinels (at the start, before every cell that uses both CPUs, at the end): "
-        + (
-            sent[0]
-            if sent
-            else "not recorded"
-        ),
+        + (sent.summary if sent else "not recorded"),
         "- Commands:",
         "",
         "```sh",
@@ -785,9 +787,9 @@ def readme_section(data, date, mode, m, rust_run, sent):
         + (f", load average {rust_run['loadavg_start']} at start" if rust_run else "")
         + (
             (
-                f", **{len(sent[1])} of {sent[3]} machine sentinels found the machine changed** (cells next to them: `‡`)"
-                if sent[1]
-                else f", all {sent[3]} machine sentinels alike"
+                f", **{len(sent.off)} of {sent.taken} machine sentinels found the machine changed** (cells next to them: `‡`)"
+                if sent.off
+                else f", all {sent.taken} machine sentinels alike"
             )
             if sent
             else ""
