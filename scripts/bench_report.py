@@ -52,9 +52,9 @@ RUST_PEERS = [
 REF = "tokio"
 JDK_REF = "jdk-nonfair"
 NOISY = 0.25  # `~` when (max - min) / median of the samples exceeds this
-# A sentinel (benches/semaphore.rs) found the machine unlike the rest of the
-# run when either of its measures is off the run's median by more than this
-# factor, either way. On this VM the spin round trip between the two vCPUs
+# A sentinel (benches/semaphore.rs, benches/jdk/SemaphoreBench.java) found the
+# machine unlike the rest of the run (both suites, one median) when either of
+# its measures is off the run's median by more than this factor, either way. On this VM the spin round trip between the two vCPUs
 # reads about 30, 70 to 90, or 410 to 490 ns depending on where the host
 # places them, and 4-permit throughput follows it; within one placement it
 # varies by about 1.3x.
@@ -120,11 +120,11 @@ def load_criterion(target, not_before, warnings):
 
 
 def load_jdk(path):
-    results, fairness, meta = {}, [], None
+    results, fairness, meta, sentinel_list = {}, [], None, []
     try:
         lines = path.read_text().splitlines()
     except OSError:
-        return results, fairness, meta
+        return results, fairness, meta, sentinel_list
     for line in lines:
         line = line.strip()
         if not line:
@@ -138,6 +138,8 @@ def load_jdk(path):
             meta = rec
         elif g == "fairness":
             fairness.append(rec)
+        elif g == "sentinel":
+            sentinel_list.append(rec)
         elif g:
             ns = rec["ns"]
             results[(g, rec["bench"], rec["contender"])] = {
@@ -145,7 +147,7 @@ def load_jdk(path):
                 "min": rec.get("min_ns", ns),
                 "max": rec.get("max_ns", ns),
             }
-    return results, fairness, meta
+    return results, fairness, meta, sentinel_list
 
 
 # ------------------------------------------------------------- formatting
@@ -166,7 +168,8 @@ def sig(x):
 
 
 class Sentinels(NamedTuple):
-    """What the run's machine sentinels say (benches/semaphore.rs)."""
+    """What the run's machine sentinels say (benches/semaphore.rs, then
+    benches/jdk/SemaphoreBench.java)."""
 
     summary: str  # one line for the report
     off: list  # the sentinels off the run's median by more than SENTINEL_OFF, either way
@@ -174,9 +177,12 @@ class Sentinels(NamedTuple):
     taken: int
 
 
-def sentinels(rust_run):
-    """The run's sentinels, or None when fewer than three were taken."""
-    xs = (rust_run or {}).get("sentinels") or []
+def sentinels(rust_run, jdk_sentinels=()):
+    """The run's sentinels, Rust suite then JDK suite (the order they were
+    taken in, one machine and one median for both), or None when fewer than
+    three were taken."""
+    rust = (rust_run or {}).get("sentinels") or []
+    xs = rust + list(jdk_sentinels)
     if len(xs) < 3:
         return None
     # The round trip is null on a one-CPU machine.
@@ -202,7 +208,8 @@ def sentinels(rust_run):
         f"{sig(max(x[key] for x in xs))})"
         for key, name in keys
     ]
-    text = f"{len(xs)} taken; " + "; ".join(parts) + f"; {len(bad)} off the median by more than {SENTINEL_OFF}x"
+    suites = f" ({len(rust)} Rust, {len(xs) - len(rust)} JDK)" if len(rust) < len(xs) else ""
+    text = f"{len(xs)} taken{suites}; " + "; ".join(parts) + f"; {len(bad)} off the median by more than {SENTINEL_OFF}x"
     return Sentinels(text, bad, cells, len(xs))
 
 
@@ -593,13 +600,13 @@ def main():
     rust_run = load_json(aqs_dir / "rust-run.json")
     not_before = rust_run["started_unix"] - 5 if rust_run else None
     results = load_criterion(target, not_before, warnings)
-    jdk_results, jdk_fair, jdk_meta = load_jdk(Path(args.jdk) if args.jdk else aqs_dir / "jdk.jsonl")
+    jdk_results, jdk_fair, jdk_meta, jdk_sentinels = load_jdk(Path(args.jdk) if args.jdk else aqs_dir / "jdk.jsonl")
     if not results:
         sys.exit(f"no criterion results under {target}/criterion: run `cargo bench --bench semaphore` first")
     if not jdk_results:
         warnings.append("no JDK results (scripts/bench-jdk.sh not run, or java not installed): JDK columns are n/a.")
     results.update(jdk_results)
-    sent = sentinels(rust_run)
+    sent = sentinels(rust_run, jdk_sentinels)
     data = Data(results, sent)
     fairness = load_json(aqs_dir / "fairness.json")
     rust_fair = fairness["results"] if fairness else []
@@ -680,7 +687,7 @@ def main():
         f"- Machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem']}, {m['kernel']}",
         f"- Toolchains: {m['rustc']}; {m['java']}",
         "- Load average (1/5/15 min): " + ("; ".join(loads) if loads else "not recorded"),
-        "- Machine sentinels (at the start, before every cell that uses both CPUs, at the end): "
+        "- Machine sentinels (in each suite: at the start, before every cell that uses both CPUs, at the end): "
         + (sent.summary if sent else "not recorded"),
         "- Commands:",
         "",

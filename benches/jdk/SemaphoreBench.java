@@ -9,7 +9,10 @@
 // phase as it does for the Rust suite. Every measurement is written as one
 // JSON line: {"group", "bench", "contender", "ns", ...}, where ns is the
 // median time per operation (per acquire/release pair, per round trip, per
-// batch wake), over samples sized like criterion's in the Rust suite.
+// batch wake), over samples sized like criterion's in the Rust suite. Machine
+// sentinels, taken as in the Rust suite (after the JIT warm-up, before every
+// cell that uses both CPUs, at the end), are lines of group "sentinel":
+// {"at", "cs_ns", "round_trip_ns"}.
 
 import java.io.FileWriter;
 import java.io.IOException;
@@ -34,6 +37,9 @@ public final class SemaphoreBench {
     static final int FAIRNESS_THREADS = 16;
     /** Index of the protected word in its array: 128 bytes of padding on each side. */
     static final int SLOT = 16;
+    /** Windows per sentinel measurement (the median is kept), and operations per window. */
+    static final int SENTINEL_WINDOWS = 5;
+    static final int SENTINEL_OPS = 20_000;
 
     static boolean quick;
     static long warmUpNs;
@@ -75,6 +81,7 @@ public final class SemaphoreBench {
                 quick ? "quick (AQS_BENCH_QUICK)" : "full", loadStart, file);
 
         jitWarmUp();
+        sentinel("jdk-start");
 
         // 1. uncontended
         for (boolean fair : new boolean[] {false, true}) {
@@ -90,6 +97,7 @@ public final class SemaphoreBench {
         // 2. contended: contenders alternate within each point
         for (int[] tp : CONTENDED) {
             for (boolean fair : new boolean[] {false, true}) {
+                sentinel("contended/t" + tp[0] + "_p" + tp[1] + "/" + name(fair));
                 Pool pool = new Pool(new Semaphore(tp[1], fair), tp[0]);
                 pool.window(warmUpNs);
                 double[] ns = new double[samples];
@@ -103,6 +111,7 @@ public final class SemaphoreBench {
 
         // 3. hand-off
         for (boolean fair : new boolean[] {false, true}) {
+            sentinel("handoff/round_trip/" + name(fair));
             Partner p = new Partner(fair);
             emit("handoff", "round_trip", fair, measureSlow(p::roundTrips));
             p.close();
@@ -110,6 +119,7 @@ public final class SemaphoreBench {
 
         // 4. batch wake
         for (boolean fair : new boolean[] {false, true}) {
+            sentinel("batch_wake/wake8/" + name(fair));
             Batch b = new Batch(fair);
             emit("batch_wake", "wake8", fair, measureSlow(b::rounds));
             b.close();
@@ -119,6 +129,7 @@ public final class SemaphoreBench {
         for (boolean fair : new boolean[] {false, true}) {
             fairness(fair);
         }
+        sentinel("jdk-end");
 
         String java = System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
         out.printf(Locale.ROOT,
@@ -208,6 +219,11 @@ public final class SemaphoreBench {
             Batch b = new Batch(fair);
             runFor(each / 8, b::rounds);
             b.close();
+        }
+        // The sentinel's loops too, or the first one would time the interpreter.
+        for (int i = 0; i < 3; i++) {
+            sentinelCriticalSection();
+            sentinelRoundTrip();
         }
         System.out.printf("JIT warm-up: %.1f s%n", (System.nanoTime() - t0) / 1e9);
     }
@@ -545,10 +561,82 @@ public final class SemaphoreBench {
         out.flush();
     }
 
+    // ------------------------------------------------------------- sentinels
+
+    /**
+     * The machine sentinel of benches/semaphore.rs, in Java: the critical
+     * section alone, and a round trip between two spinning threads (which
+     * needs both CPUs and costs a cache line's move between them). Taken
+     * after the JIT warm-up, before every cell that uses both CPUs, and at
+     * the end, so that the report can mark the JDK's cells measured while the
+     * host was unlike the rest of the run, as it marks the Rust ones.
+     */
+    static void sentinel(String at) throws Exception {
+        double cs = sentinelCriticalSection();
+        double rt = sentinelRoundTrip();
+        System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
+                at, cs, rt);
+        out.printf(Locale.ROOT, "{\"group\": \"sentinel\", \"at\": %s, \"cs_ns\": %.6g, \"round_trip_ns\": %s}%n",
+                str(at), cs, Double.isNaN(rt) ? "null" : String.format(Locale.ROOT, "%.6g", rt));
+        out.flush();
+    }
+
+    static double sentinelCriticalSection() {
+        long[] w = newWord();
+        double[] windows = new double[SENTINEL_WINDOWS];
+        for (int i = 0; i < SENTINEL_WINDOWS; i++) {
+            windows[i] = (double) criticalSections(w, SENTINEL_OPS) / SENTINEL_OPS;
+        }
+        return median(windows);
+    }
+
+    /**
+     * Median ns per round trip, or NaN with one CPU (two spinners would then
+     * pass the ball once per time slice). `ball` counts strokes: the partner
+     * answers odd values, this thread even ones; the first window is a
+     * warm-up and is dropped.
+     */
+    static double sentinelRoundTrip() throws Exception {
+        if (Runtime.getRuntime().availableProcessors() < 2) {
+            return Double.NaN;
+        }
+        AtomicLongArray ball = new AtomicLongArray(2 * SLOT + 1);
+        long rounds = (long) SENTINEL_OPS * (SENTINEL_WINDOWS + 1);
+        Thread partner = new Thread(() -> {
+            for (long i = 0; i < rounds; i++) {
+                while (ball.getAcquire(SLOT) != 2 * i + 1) {
+                    Thread.onSpinWait();
+                }
+                ball.setRelease(SLOT, 2 * i + 2);
+            }
+        }, "sentinel-partner");
+        partner.setDaemon(true);
+        partner.start();
+        double[] windows = new double[SENTINEL_WINDOWS];
+        for (int w = 0; w <= SENTINEL_WINDOWS; w++) {
+            long t0 = System.nanoTime();
+            for (long i = (long) w * SENTINEL_OPS; i < (long) (w + 1) * SENTINEL_OPS; i++) {
+                ball.setRelease(SLOT, 2 * i + 1);
+                while (ball.getAcquire(SLOT) != 2 * i + 2) {
+                    Thread.onSpinWait();
+                }
+            }
+            if (w > 0) {
+                windows[w - 1] = (double) (System.nanoTime() - t0) / SENTINEL_OPS;
+            }
+        }
+        partner.join();
+        return median(windows);
+    }
+
     // ------------------------------------------------------------------ output
 
+    static String name(boolean fair) {
+        return fair ? "jdk-fair" : "jdk-nonfair";
+    }
+
     static void emit(String group, String bench, boolean fair, double[] samples) {
-        emit(group, bench, fair ? "jdk-fair" : "jdk-nonfair", samples);
+        emit(group, bench, name(fair), samples);
     }
 
     /** One JSON line: the median of the samples (ns per operation), their min and max. */
