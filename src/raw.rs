@@ -311,10 +311,10 @@ pub(crate) enum AcquireFailed {
 /// The queue core shared by every synchronizer.
 pub(crate) struct RawSync {
     state: AtomicU64,
-    /// The word an arriving acquire expects to find: the word that the last
-    /// arrival whose guess was wrong found instead. Only a guess: any value
-    /// is safe (see `try_acquire_shared`), so it is read and written with
-    /// `Relaxed` and never together with `state`.
+    /// The word an arrival's first CAS expects (`arrive`): the word that the
+    /// last arrival's CAS or release left, as that thread computed it without
+    /// reading `state`. Only a guess: any value is safe (invariant 9), so it
+    /// is read and written with `Relaxed` and never together with `state`.
     hint: AtomicU64,
     head: AtomicPtr<Node>,
     tail: AtomicPtr<Node>,
