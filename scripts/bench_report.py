@@ -54,10 +54,10 @@ JDK_REF = "jdk-nonfair"
 NOISY = 0.25  # `~` when (max - min) / median of the samples exceeds this
 # A sentinel (benches/semaphore.rs, benches/jdk/SemaphoreBench.java) found the
 # machine unlike the rest of the run (both suites, one median) when either of
-# its measures is off the run's median by more than this factor, either way. On this VM the spin round trip between the two vCPUs
-# reads about 30, 70 to 90, or 410 to 490 ns depending on where the host
-# places them, and 4-permit throughput follows it; within one placement it
-# varies by about 1.3x.
+# its measures is off the run's median by more than this factor, either way.
+# On this VM the spin round trip between the two vCPUs reads about 30, 70 to
+# 90, or 410 to 490 ns depending on where the host places them, and 4-permit
+# throughput follows it; within one placement it varies by about 1.3x.
 SENTINEL_OFF = 1.5
 
 UNCONTENDED = [

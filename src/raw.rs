@@ -483,7 +483,8 @@ impl RawSync {
                 let value = policy.try_release_shared(value_of(s), arg);
                 match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
                     Ok(_) => {
-                        self.hint.store(with_value(s, value), Relaxed);
+                        // The next arrival's guess, as in the adding branch.
+                        unexplored(|| self.hint.store(with_value(s, value), Relaxed));
                         break s;
                     }
                     Err(actual) => s = actual,
