@@ -21,11 +21,14 @@
 //!    written to `$CARGO_TARGET_DIR/aqs-bench/fairness.json` (`target/` when
 //!    the variable is unset).
 //!
-//! At the start, before every cell that uses both CPUs and at the end, a
-//! *sentinel* measures the critical section alone and a spin round trip
-//! between two threads, and writes them to `aqs-bench/rust-run.json`; the
-//! report marks the cells next to one that is off the run's median, so a
-//! cell the host disturbed can be told from a quiet one.
+//! A machine watch (`semaphore/watch.rs`) times the critical section alone
+//! and a spin round trip between two threads at the start, before every cell
+//! that uses both CPUs, after each of their samples and at the end. A sample
+//! after which the machine looks changed is measured again once it looks as
+//! before (within `AQS_BENCH_PATIENCE` seconds of waiting for the run). The
+//! looks go to `aqs-bench/rust-run.json`, and the report marks the cells next
+//! to one that is off the run's median, so a cell the host disturbed can be
+//! told from a quiet one.
 //!
 //! `AQS_BENCH_QUICK=1` shortens every phase (the suite then takes a couple of
 //! minutes). `scripts/bench-report.sh --run` runs this, the JDK anchor and the
@@ -41,13 +44,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode};
 use futures_executor::block_on;
+
+#[path = "semaphore/watch.rs"]
+mod watch;
 
 // ---------------------------------------------------------------------------
 // The contenders
@@ -376,6 +382,9 @@ struct Mode {
     slow_samples: usize,
     fairness_window: Duration,
     fairness_windows: usize,
+    /// How long the machine watch may wait, over the whole run, for a
+    /// changed machine to come back (`AQS_BENCH_PATIENCE` overrides it).
+    patience: Duration,
 }
 
 impl Mode {
@@ -389,6 +398,7 @@ impl Mode {
                 slow_samples: 10,
                 fairness_window: Duration::from_millis(100),
                 fairness_windows: 3,
+                patience: Duration::from_secs(120),
             }
         } else {
             Mode {
@@ -398,6 +408,7 @@ impl Mode {
                 slow_samples: 10,
                 fairness_window: Duration::from_millis(300),
                 fairness_windows: 4,
+                patience: Duration::from_secs(900),
             }
         }
     }
@@ -576,12 +587,13 @@ impl<S: Contender> Drop for Pool<S> {
 
 fn contended<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize, permits: usize) {
     let mut pool: Option<Pool<S>> = None;
+    let at = format!("contended/t{threads}_p{permits}/{}", S::NAME);
     g.bench_function(BenchmarkId::new(format!("t{threads}_p{permits}"), S::NAME), |b| {
         let pool = pool.get_or_insert_with(|| {
-            sentinel(format!("contended/t{threads}_p{permits}/{}", S::NAME));
+            watch::open(&at);
             Pool::new(threads, permits)
         });
-        b.iter_custom(|iters| pool.measure(iters))
+        b.iter_custom(|iters| watch::checked(&at, || pool.measure(iters)))
     });
 }
 
@@ -638,12 +650,13 @@ impl<S: Contender> Drop for Partner<S> {
 
 fn handoff<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let mut partner: Option<Partner<S>> = None;
+    let at = format!("handoff/round_trip/{}", S::NAME);
     g.bench_function(BenchmarkId::new("round_trip", S::NAME), |b| {
         let partner = partner.get_or_insert_with(|| {
-            sentinel(format!("handoff/round_trip/{}", S::NAME));
+            watch::open(&at);
             Partner::new()
         });
-        b.iter_custom(|iters| partner.round_trips(iters))
+        b.iter_custom(|iters| watch::checked(&at, || partner.round_trips(iters)))
     });
 }
 
@@ -743,12 +756,13 @@ impl<S: Contender> Drop for Batch<S> {
 
 fn batch_wake<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let mut batch: Option<Batch<S>> = None;
+    let at = format!("batch_wake/wake8/{}", S::NAME);
     g.bench_function(BenchmarkId::new("wake8", S::NAME), |b| {
         let batch = batch.get_or_insert_with(|| {
-            sentinel(format!("batch_wake/wake8/{}", S::NAME));
+            watch::open(&at);
             Batch::new()
         });
-        b.iter_custom(|iters| (0..iters).map(|_| batch.round()).sum())
+        b.iter_custom(|iters| watch::checked(&at, || (0..iters).map(|_| batch.round()).sum()))
     });
 }
 
@@ -801,93 +815,6 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
         r.cv
     );
     out.push(r);
-}
-
-// ---------------------------------------------------------------------------
-// Sentinels: did the machine stay the same from cell to cell?
-// ---------------------------------------------------------------------------
-
-/// One look at the machine: the critical section alone on this thread, and
-/// a round trip between two spinning threads, which needs both CPUs at once
-/// and costs what moving a cache line between them costs. Taken at the
-/// start, before every cell of the groups that use both CPUs (contended,
-/// hand-off, batch wake) and at the end. A host that slows a CPU, takes one
-/// away or places the two far apart moves these numbers, and the report puts
-/// them beside the results: on this VM one such spell cut aqs fair's T=4 P=4
-/// throughput from 23 to 5.4 M pairs/s (tokio's from 8.7 to 4.6) while the
-/// numbers at the start of the run looked quiet.
-struct Sentinel {
-    at: String,
-    cs_ns: f64,
-    round_trip_ns: f64,
-}
-
-/// Every sentinel of this run, in order.
-static SENTINELS: Mutex<Vec<Sentinel>> = Mutex::new(Vec::new());
-
-/// Windows per sentinel measurement; the median is kept.
-const SENTINEL_WINDOWS: usize = 5;
-/// Critical sections, and spin round trips, per window.
-const SENTINEL_OPS: u32 = 20_000;
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-/// Takes a sentinel named `at`, only in a measuring run (not `--list` or the
-/// test harness's single pass).
-fn sentinel(at: String) {
-    if !measuring() {
-        return;
-    }
-    let word = Padded(AtomicU64::new(WORD_SEED));
-    let cs_ns = median(
-        (0..SENTINEL_WINDOWS)
-            .map(|_| {
-                let t0 = Instant::now();
-                for _ in 0..SENTINEL_OPS {
-                    critical_section(black_box(&word));
-                }
-                t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS)
-            })
-            .collect(),
-    );
-    // `ball` counts strokes: the partner answers odd values, we answer even
-    // ones. One warm-up window lets the scheduler spread the two threads.
-    // With one CPU, two spinners would pass the ball once per time slice, so
-    // there is no round trip to measure.
-    let two_cpus = thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-    let ball = Padded(AtomicU64::new(0));
-    let rounds = u64::from(SENTINEL_OPS) * (SENTINEL_WINDOWS as u64 + 1);
-    let round_trip_ns = if !two_cpus {
-        f64::NAN
-    } else {
-        thread::scope(|s| {
-            s.spawn(|| {
-                for i in 0..rounds {
-                    while ball.load(Acquire) != 2 * i + 1 {
-                        std::hint::spin_loop();
-                    }
-                    ball.store(2 * i + 2, Release);
-                }
-            });
-            let mut windows = Vec::with_capacity(SENTINEL_WINDOWS + 1);
-            for w in 0..=SENTINEL_WINDOWS as u64 {
-                let t0 = Instant::now();
-                for i in w * u64::from(SENTINEL_OPS)..(w + 1) * u64::from(SENTINEL_OPS) {
-                    ball.store(2 * i + 1, Release);
-                    while ball.load(Acquire) != 2 * i + 2 {
-                        std::hint::spin_loop();
-                    }
-                }
-                windows.push(t0.elapsed().as_nanos() as f64 / f64::from(SENTINEL_OPS));
-            }
-            median(windows.split_off(1))
-        })
-    };
-    println!("sentinel {at:<40} critical section alone {cs_ns:>6.1} ns   spin round trip {round_trip_ns:>6.1} ns");
-    SENTINELS.lock().expect("sentinel lock").push(Sentinel { at, cs_ns, round_trip_ns });
 }
 
 // ---------------------------------------------------------------------------
@@ -966,28 +893,17 @@ fn write_fairness(mode: Mode, results: &[Fairness]) {
 }
 
 fn write_run_info(mode: Mode, started: u64, load_start: &str) {
-    let sentinels = SENTINELS.lock().expect("sentinel lock");
+    let (sentinels, watch) = watch::json();
     let ended = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let args: Vec<String> = std::env::args().skip(1).map(|a| json_str(&a)).collect();
-    let sentinels: Vec<String> = sentinels
-        .iter()
-        .map(|x| {
-            format!(
-                "{{\"at\": {}, \"cs_ns\": {}, \"round_trip_ns\": {}}}",
-                json_str(&x.at),
-                json_num(x.cs_ns),
-                json_num(x.round_trip_ns)
-            )
-        })
-        .collect();
     let text = format!(
         "{{\n  \"quick\": {},\n  \"started_unix\": {started},\n  \"ended_unix\": {ended},\n  \"loadavg_start\": {},\n  \
-         \"loadavg_end\": {},\n  \"args\": [{}],\n  \"cs_rounds\": {CS_ROUNDS},\n  \"sentinels\": [{}]\n}}\n",
+         \"loadavg_end\": {},\n  \"args\": [{}],\n  \"cs_rounds\": {CS_ROUNDS},\n  \"watch\": {watch},\n  \
+         \"sentinels\": {sentinels}\n}}\n",
         mode.quick,
         json_str(load_start),
         json_str(&loadavg()),
         args.join(", "),
-        sentinels.join(", ")
     );
     write_file("rust-run.json", &text);
 }
@@ -1061,7 +977,8 @@ fn main() {
         .nresamples(20_000)
         .configure_from_args();
 
-    sentinel("start".into());
+    watch::configure(mode.patience);
+    watch::open("start");
     {
         let mut g = c.benchmark_group("uncontended");
         if mode.quick {
@@ -1097,7 +1014,7 @@ fn main() {
         each_contender!(fairness(mode, &mut results));
         write_fairness(mode, &results);
     }
-    sentinel("end".into());
+    watch::note("end");
     c.final_summary();
     if measuring() {
         write_run_info(mode, started, &load_start);

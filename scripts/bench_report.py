@@ -120,11 +120,11 @@ def load_criterion(target, not_before, warnings):
 
 
 def load_jdk(path):
-    results, fairness, meta, sentinel_list = {}, [], None, []
+    results, fairness, meta, sentinel_list, watch = {}, [], None, [], None
     try:
         lines = path.read_text().splitlines()
     except OSError:
-        return results, fairness, meta, sentinel_list
+        return results, fairness, meta, sentinel_list, watch
     for line in lines:
         line = line.strip()
         if not line:
@@ -140,6 +140,8 @@ def load_jdk(path):
             fairness.append(rec)
         elif g == "sentinel":
             sentinel_list.append(rec)
+        elif g == "watch":
+            watch = rec
         elif g:
             ns = rec["ns"]
             results[(g, rec["bench"], rec["contender"])] = {
@@ -147,7 +149,7 @@ def load_jdk(path):
                 "min": rec.get("min_ns", ns),
                 "max": rec.get("max_ns", ns),
             }
-    return results, fairness, meta, sentinel_list
+    return results, fairness, meta, sentinel_list, watch
 
 
 # ------------------------------------------------------------- formatting
@@ -168,16 +170,17 @@ def sig(x):
 
 
 class Sentinels(NamedTuple):
-    """What the run's machine sentinels say (benches/semaphore.rs, then
-    benches/jdk/SemaphoreBench.java)."""
+    """What the run's machine sentinels say (benches/semaphore/watch.rs, then
+    the watch in benches/jdk/SemaphoreBench.java)."""
 
     summary: str  # one line for the report
     off: list  # the sentinels off the run's median by more than SENTINEL_OFF, either way
     cells: set  # (group, bench, contender) of the cells next to those, before or after
     taken: int
+    watch: str  # what the watches did (samples measured again, waiting), or ""
 
 
-def sentinels(rust_run, jdk_sentinels=()):
+def sentinels(rust_run, jdk_sentinels=(), jdk_watch=None):
     """The run's sentinels, Rust suite then JDK suite (the order they were
     taken in, one machine and one median for both), or None when fewer than
     three were taken."""
@@ -196,12 +199,20 @@ def sentinels(rust_run, jdk_sentinels=()):
     def off(x):
         return any(not typical[k] / SENTINEL_OFF <= x[k] <= typical[k] * SENTINEL_OFF for k in typical)
 
+    def cell(x):
+        return tuple(x["at"].split("/")) if x["at"].count("/") == 2 else None
+
     bad = [x for x in xs if off(x)]
-    # A cell runs between its own sentinel and the next one taken.
+    # A cell is marked when one of its own sentinels is off. A sentinel taken
+    # before a cell (older runs took no other) also answers for the time until
+    # the next one, so the cell is marked when that one is off too; one taken
+    # right after a sample closes the sample, and the watch looked again before
+    # any later sample.
     cells = {
-        tuple(x["at"].split("/"))
+        cell(x)
         for i, x in enumerate(xs)
-        if x["at"].count("/") == 2 and (off(x) or (i + 1 < len(xs) and off(xs[i + 1])))
+        if cell(x)
+        and (off(x) or (not x.get("after_sample") and i + 1 < len(xs) and off(xs[i + 1])))
     }
     parts = [
         f"{name} median {sig(typical[key])} ns (range {sig(min(x[key] for x in xs))} to "
@@ -210,7 +221,13 @@ def sentinels(rust_run, jdk_sentinels=()):
     ]
     suites = f" ({len(rust)} Rust, {len(xs) - len(rust)} JDK)" if len(rust) < len(xs) else ""
     text = f"{len(xs)} taken{suites}; " + "; ".join(parts) + f"; {len(bad)} off the median by more than {SENTINEL_OFF}x"
-    return Sentinels(text, bad, cells, len(xs))
+    watches = [(name, w) for name, w in (("Rust", (rust_run or {}).get("watch")), ("JDK", jdk_watch)) if w]
+    watch = "; ".join(
+        f"{name}: {w['redone']} sample(s) measured again, {w['waits']} wait(s) for {w['waited_s']:.0f} s"
+        f" ({w['gave_up']} ran out; patience {w['patience_s']} s, one wait at most {w['wait_max_s']} s)"
+        for name, w in watches
+    )
+    return Sentinels(text, bad, cells, len(xs), watch)
 
 
 def noisy(rec):
@@ -600,13 +617,13 @@ def main():
     rust_run = load_json(aqs_dir / "rust-run.json")
     not_before = rust_run["started_unix"] - 5 if rust_run else None
     results = load_criterion(target, not_before, warnings)
-    jdk_results, jdk_fair, jdk_meta, jdk_sentinels = load_jdk(Path(args.jdk) if args.jdk else aqs_dir / "jdk.jsonl")
+    jdk_results, jdk_fair, jdk_meta, jdk_sentinels, jdk_watch = load_jdk(Path(args.jdk) if args.jdk else aqs_dir / "jdk.jsonl")
     if not results:
         sys.exit(f"no criterion results under {target}/criterion: run `cargo bench --bench semaphore` first")
     if not jdk_results:
         warnings.append("no JDK results (scripts/bench-jdk.sh not run, or java not installed): JDK columns are n/a.")
     results.update(jdk_results)
-    sent = sentinels(rust_run, jdk_sentinels)
+    sent = sentinels(rust_run, jdk_sentinels, jdk_watch)
     data = Data(results, sent)
     fairness = load_json(aqs_dir / "fairness.json")
     rust_fair = fairness["results"] if fairness else []
@@ -687,8 +704,16 @@ def main():
         f"- Machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem']}, {m['kernel']}",
         f"- Toolchains: {m['rustc']}; {m['java']}",
         "- Load average (1/5/15 min): " + ("; ".join(loads) if loads else "not recorded"),
-        "- Machine sentinels (in each suite: at the start, before every cell that uses both CPUs, at the end): "
-        + (sent.summary if sent else "not recorded"),
+        "- Machine sentinels (in each suite: at the start, before every cell that uses both CPUs, after each of"
+        " its samples, at the end): " + (sent.summary if sent else "not recorded"),
+        *(
+            [
+                "- Machine watch (a sample followed by an off sentinel is measured again once the machine is back"
+                " in line): " + sent.watch
+            ]
+            if sent and sent.watch
+            else []
+        ),
         "- Commands:",
         "",
         "```sh",
@@ -705,8 +730,8 @@ def main():
         "time / time; for throughput, throughput / reference): **above 1 means faster**. `×tokio` is",
         "relative to `tokio::sync::Semaphore`, `×JDK nf` to `java.util.concurrent.Semaphore` nonfair.",
         f"`~` marks a noisy cell: max − min of the samples > {NOISY:.0%} of the median. `‡` marks a cell",
-        "next to a machine sentinel (the one before it or the one after) that was off the run's median by",
-        f"more than {SENTINEL_OFF}x (see above). FIFO semaphores",
+        "with a machine sentinel of its own (before it, or after one of its samples) that was off the run's",
+        f"median by more than {SENTINEL_OFF}x (see above). FIFO semaphores",
         "(tokio, futures-intrusive fair, aqs fair, JDK fair) hand each permit to a parked thread when",
         "threads outnumber permits, so compare fair with fair and nonfair with nonfair.",
         "",

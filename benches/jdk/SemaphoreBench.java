@@ -9,10 +9,13 @@
 // phase as it does for the Rust suite. Every measurement is written as one
 // JSON line: {"group", "bench", "contender", "ns", ...}, where ns is the
 // median time per operation (per acquire/release pair, per round trip, per
-// batch wake), over samples sized like criterion's in the Rust suite. Machine
-// sentinels, taken as in the Rust suite (after the JIT warm-up, before every
-// cell that uses both CPUs, at the end), are lines of group "sentinel":
-// {"at", "cs_ns", "round_trip_ns"}.
+// batch wake), over samples sized like criterion's in the Rust suite. The
+// machine watch works as in the Rust suite (benches/semaphore/watch.rs): it
+// looks after the JIT warm-up, before every cell that uses both CPUs, after
+// each of their samples and at the end, and measures a sample again when the
+// look after it is off (AQS_BENCH_PATIENCE bounds the waiting). Its looks are
+// lines of group "sentinel": {"at", "cs_ns", "round_trip_ns", "after_sample"},
+// and its waiting one line of group "watch".
 
 import java.io.FileWriter;
 import java.io.IOException;
@@ -20,7 +23,9 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.Semaphore;
@@ -81,7 +86,13 @@ public final class SemaphoreBench {
                 quick ? "quick (AQS_BENCH_QUICK)" : "full", loadStart, file);
 
         jitWarmUp();
-        sentinel("jdk-start");
+        String patienceEnv = System.getenv("AQS_BENCH_PATIENCE");
+        patienceNs = patienceEnv != null
+                ? Long.parseLong(patienceEnv.trim()) * 1_000_000_000L
+                : (quick ? 120 : 900) * 1_000_000_000L;
+        patienceTotalNs = patienceNs;
+        calibrate();
+        open("jdk-start");
 
         // 1. uncontended
         for (boolean fair : new boolean[] {false, true}) {
@@ -97,12 +108,13 @@ public final class SemaphoreBench {
         // 2. contended: contenders alternate within each point
         for (int[] tp : CONTENDED) {
             for (boolean fair : new boolean[] {false, true}) {
-                sentinel("contended/t" + tp[0] + "_p" + tp[1] + "/" + name(fair));
+                String at = "contended/t" + tp[0] + "_p" + tp[1] + "/" + name(fair);
+                open(at);
                 Pool pool = new Pool(new Semaphore(tp[1], fair), tp[0]);
                 pool.window(warmUpNs);
                 double[] ns = new double[samples];
                 for (int i = 0; i < samples; i++) {
-                    ns[i] = pool.window(measurementNs / samples).nsPerPair();
+                    ns[i] = checked(at, () -> pool.window(measurementNs / samples).nsPerPair());
                 }
                 pool.close();
                 emit("contended", "t" + tp[0] + "_p" + tp[1], fair, ns);
@@ -111,17 +123,19 @@ public final class SemaphoreBench {
 
         // 3. hand-off
         for (boolean fair : new boolean[] {false, true}) {
-            sentinel("handoff/round_trip/" + name(fair));
+            String at = "handoff/round_trip/" + name(fair);
+            open(at);
             Partner p = new Partner(fair);
-            emit("handoff", "round_trip", fair, measureSlow(p::roundTrips));
+            emit("handoff", "round_trip", fair, measureSlow(at, p::roundTrips));
             p.close();
         }
 
         // 4. batch wake
         for (boolean fair : new boolean[] {false, true}) {
-            sentinel("batch_wake/wake8/" + name(fair));
+            String at = "batch_wake/wake8/" + name(fair);
+            open(at);
             Batch b = new Batch(fair);
-            emit("batch_wake", "wake8", fair, measureSlow(b::rounds));
+            emit("batch_wake", "wake8", fair, measureSlow(at, b::rounds));
             b.close();
         }
 
@@ -129,7 +143,11 @@ public final class SemaphoreBench {
         for (boolean fair : new boolean[] {false, true}) {
             fairness(fair);
         }
-        sentinel("jdk-end");
+        note("jdk-end");
+        out.printf(Locale.ROOT, "{\"group\": \"watch\", \"off\": %s, \"patience_s\": %d, \"wait_max_s\": %d, "
+                + "\"redone\": %d, \"waits\": %d, \"waited_s\": %.1f, \"gave_up\": %d}%n",
+                WATCH_OFF, patienceTotalNs / 1_000_000_000L, WAIT_MAX_NS / 1_000_000_000L, redone, waits,
+                waitedNs / 1e9, gaveUp);
 
         String java = System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
         out.printf(Locale.ROOT,
@@ -258,23 +276,24 @@ public final class SemaphoreBench {
         return (double) ns / Math.max(total, 1);
     }
 
-    /** Fast bodies: `fastSamples` equal samples over the measurement time. */
+    /** Fast bodies (one thread, unwatched): `fastSamples` equal samples over the measurement time. */
     static double[] measureFast(Body body) throws Exception {
-        return measure(body, fastSamples);
-    }
-
-    /** Slow bodies (hand-off, batch wake): `samples` equal samples. */
-    static double[] measureSlow(Body body) throws Exception {
-        return measure(body, samples);
-    }
-
-    /** Returns the per-operation time of each sample. */
-    static double[] measure(Body body, int count) throws Exception {
         double per = warmUp(body);
-        long n = Math.max(1, (long) (measurementNs / count / Math.max(per, 1e-3)));
-        double[] ns = new double[count];
-        for (int i = 0; i < count; i++) {
+        long n = Math.max(1, (long) (measurementNs / fastSamples / Math.max(per, 1e-3)));
+        double[] ns = new double[fastSamples];
+        for (int i = 0; i < fastSamples; i++) {
             ns[i] = (double) body.run(n) / n;
+        }
+        return ns;
+    }
+
+    /** Slow bodies (hand-off, batch wake): `samples` equal samples, each watched as the cell `at`. */
+    static double[] measureSlow(String at, Body body) throws Exception {
+        double per = warmUp(body);
+        long n = Math.max(1, (long) (measurementNs / samples / Math.max(per, 1e-3)));
+        double[] ns = new double[samples];
+        for (int i = 0; i < samples; i++) {
+            ns[i] = checked(at, () -> (double) body.run(n) / n);
         }
         return ns;
     }
@@ -561,24 +580,189 @@ public final class SemaphoreBench {
         out.flush();
     }
 
-    // ------------------------------------------------------------- sentinels
+    // ----------------------------------------------------------- machine watch
 
-    /**
-     * The machine sentinel of benches/semaphore.rs, in Java: the critical
-     * section alone, and a round trip between two spinning threads (which
-     * needs both CPUs and costs a cache line's move between them). Taken
-     * after the JIT warm-up, before every cell that uses both CPUs, and at
-     * the end, so that the report can mark the JDK's cells measured while the
-     * host was unlike the rest of the run, as it marks the Rust ones.
+    /*
+     * The machine watch of benches/semaphore/watch.rs, in Java, with the same
+     * constants and rules. A look times the critical section alone and a round
+     * trip between two spinning threads (which needs both CPUs and costs a
+     * cache line's move between them). A look is off when either measure is
+     * more than WATCH_OFF times away from the median of the reference (the
+     * kept looks since the last reset), either way. A sample followed by an
+     * off look is measured again once a look is back in line; one wait lasts
+     * at most WAIT_MAX_NS, and all of them together at most the patience. A
+     * wait that lasts WAIT_MAX_NS resets the reference to the level it ends
+     * on; the first reference is the median of CALIBRATION looks a second apart.
+     * Only the main thread touches this state.
      */
-    static void sentinel(String at) throws Exception {
-        double cs = sentinelCriticalSection();
-        double rt = sentinelRoundTrip();
-        System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
-                at, cs, rt);
-        out.printf(Locale.ROOT, "{\"group\": \"sentinel\", \"at\": %s, \"cs_ns\": %.6g, \"round_trip_ns\": %s}%n",
-                str(at), cs, Double.isNaN(rt) ? "null" : String.format(Locale.ROOT, "%.6g", rt));
+
+    static final double WATCH_OFF = 1.5;
+    static final long CHECK_MIN_NS = 10_000_000L;
+    static final long POLL_MS = 1000;
+    static final int CALIBRATION = 15;
+    static final long WAIT_MAX_NS = 150_000_000_000L;
+    static long patienceNs;
+    static long patienceTotalNs;
+    static int redone;
+    static int waits;
+    static long waitedNs;
+    static int gaveUp;
+    static final List<double[]> reference = new ArrayList<>();
+
+    /** The last look of a wait, and whether it was in line. */
+    record Settled(double[] look, boolean inLine) {}
+
+    interface Sample {
+        /** Runs one sample; returns its result (ns per operation). */
+        double run() throws Exception;
+    }
+
+    static double[] look() throws Exception {
+        return new double[] {sentinelCriticalSection(), sentinelRoundTrip()};
+    }
+
+    static double[] typical() {
+        if (reference.isEmpty()) {
+            return null;
+        }
+        double[] cs = reference.stream().mapToDouble(r -> r[0]).toArray();
+        double[] rt = reference.stream().mapToDouble(r -> r[1]).toArray();
+        return new double[] {upperMedian(cs), upperMedian(rt)};
+    }
+
+    /** The element at index length / 2 once sorted, as in the Rust watch and the report. */
+    static double upperMedian(double[] xs) {
+        double[] s = xs.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    static boolean outside(double x, double t) {
+        return !Double.isNaN(x) && !Double.isNaN(t) && !(t / WATCH_OFF <= x && x <= t * WATCH_OFF);
+    }
+
+    static boolean off(double[] l) {
+        double[] t = typical();
+        return t != null && (outside(l[0], t[0]) || outside(l[1], t[1]));
+    }
+
+    static String describe(double[] l) {
+        double[] t = typical();
+        double tcs = t == null ? Double.NaN : t[0];
+        double trt = t == null ? Double.NaN : t[1];
+        return String.format(Locale.ROOT, "critical section %.1f ns (typical %.1f), round trip %.1f ns (typical %.1f)",
+                l[0], tcs, l[1], trt);
+    }
+
+    static void keep(String at, double[] l, boolean afterSample) {
+        reference.add(l);
+        out.printf(Locale.ROOT, "{\"group\": \"sentinel\", \"at\": %s, \"cs_ns\": %.6g, \"round_trip_ns\": %s, "
+                + "\"after_sample\": %b}%n",
+                str(at), l[0], Double.isNaN(l[1]) ? "null" : String.format(Locale.ROOT, "%.6g", l[1]), afterSample);
         out.flush();
+    }
+
+    static void account(long waited, boolean gaveUpNow) {
+        waits++;
+        waitedNs += waited;
+        gaveUp += gaveUpNow ? 1 : 0;
+        patienceNs = Math.max(0, patienceNs - waited);
+    }
+
+    /** Looks until a look is in line, or until the wait runs out. */
+    static Settled settle(String at) throws Exception {
+        long start = System.nanoTime();
+        boolean slept = false;
+        while (true) {
+            double[] l = look();
+            long waited = System.nanoTime() - start;
+            if (!off(l)) {
+                if (slept) {
+                    System.out.printf(Locale.ROOT, "watch %-40s in line again after %.0f s: %s%n", at, waited / 1e9,
+                            describe(l));
+                    account(waited, false);
+                }
+                return new Settled(l, true);
+            }
+            long left = Math.max(0, patienceNs - waited);
+            if (waited >= WAIT_MAX_NS || left < POLL_MS * 1_000_000L) {
+                System.out.printf(Locale.ROOT, "watch %-40s still off after %.0f s, going on (%d s of patience left): %s%n",
+                        at, waited / 1e9, left / 1_000_000_000L, describe(l));
+                if (waited >= WAIT_MAX_NS) {
+                    reference.clear();
+                }
+                if (slept) {
+                    account(waited, true);
+                } else {
+                    gaveUp++;
+                }
+                return new Settled(l, false);
+            }
+            if (!slept) {
+                System.out.printf(Locale.ROOT, "watch %-40s off, waiting: %s%n", at, describe(l));
+            }
+            slept = true;
+            Thread.sleep(POLL_MS);
+        }
+    }
+
+    /** The look that opens the cell (or run point) `at`, once the machine is in line or the wait ran out. */
+    static void open(String at) throws Exception {
+        double[] l = settle(at).look();
+        System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
+                at, l[0], l[1]);
+        keep(at, l, false);
+    }
+
+    /** Looks CALIBRATION times, POLL_MS apart, and makes their median the first reference. */
+    static void calibrate() throws Exception {
+        if (patienceNs == 0) {
+            return;
+        }
+        double[] cs = new double[CALIBRATION];
+        double[] rt = new double[CALIBRATION];
+        for (int i = 0; i < CALIBRATION; i++) {
+            if (i > 0) {
+                Thread.sleep(POLL_MS);
+            }
+            double[] l = look();
+            cs[i] = l[0];
+            rt[i] = l[1];
+        }
+        double[] typical = {upperMedian(cs), upperMedian(rt)};
+        System.out.printf(Locale.ROOT, "watch: reference from %d looks: critical section %.1f ns, round trip %.1f ns "
+                + "(range %.1f to %.1f); patience %d s%n", CALIBRATION, typical[0], typical[1],
+                Arrays.stream(rt).min().orElse(Double.NaN), Arrays.stream(rt).max().orElse(Double.NaN),
+                patienceNs / 1_000_000_000L);
+        reference.add(typical);
+    }
+
+    /** A look named `at`, kept without waiting (the end of the run: nothing is measured after it). */
+    static void note(String at) throws Exception {
+        double[] l = look();
+        System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
+                at, l[0], l[1]);
+        keep(at, l, false);
+    }
+
+    /** Runs one sample of the cell `at` and looks after it; see the section comment. */
+    static double checked(String at, Sample sample) throws Exception {
+        boolean mayWait = true;
+        while (true) {
+            long t0 = System.nanoTime();
+            double r = sample.run();
+            if (System.nanoTime() - t0 < CHECK_MIN_NS) {
+                return r;
+            }
+            double[] l = look();
+            if (!off(l) || !mayWait || patienceNs < POLL_MS * 1_000_000L) {
+                keep(at, l, true);
+                return r;
+            }
+            redone++;
+            System.out.printf(Locale.ROOT, "watch %-40s off after a sample, measuring it again: %s%n", at, describe(l));
+            mayWait = settle(at).inLine();
+        }
     }
 
     static double sentinelCriticalSection() {
