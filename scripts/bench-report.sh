@@ -7,6 +7,8 @@
 #   scripts/bench-report.sh          report from the results already there
 #   scripts/bench-report.sh --run    run the Rust suite and the JDK anchor first
 #   AQS_BENCH_QUICK=1 scripts/bench-report.sh --run    the same, quick (a few minutes)
+#   AQS_BENCH_ROUND_TRIP=75 ... --run    judge the machine watch's looks against a
+#                                        75 ns round trip (benches/semaphore/watch.rs)
 #   --no-readme                      leave README.md alone
 #
 # Results live under CARGO_TARGET_DIR, which defaults to target/bench here and
@@ -29,7 +31,7 @@ for arg in "$@"; do
     --run) run=true ;;
     --no-readme) readme=/dev/null/none ;;
     -h | --help)
-      sed -n '2,16p' "$0"
+      sed -n '2,18p' "$0"
       exit 0
       ;;
     *)
@@ -68,7 +70,7 @@ fi
 if ${run}; then
   mkdir -p "${aqs_dir}"
   : >"${steps_file}"
-  echo "${AQS_BENCH_QUICK:+AQS_BENCH_QUICK=${AQS_BENCH_QUICK} }CARGO_TARGET_DIR=${CARGO_TARGET_DIR} scripts/bench-report.sh --run" \
+  echo "${AQS_BENCH_QUICK:+AQS_BENCH_QUICK=${AQS_BENCH_QUICK} }${AQS_BENCH_ROUND_TRIP:+AQS_BENCH_ROUND_TRIP=${AQS_BENCH_ROUND_TRIP} }${AQS_BENCH_PATIENCE:+AQS_BENCH_PATIENCE=${AQS_BENCH_PATIENCE} }CARGO_TARGET_DIR=${CARGO_TARGET_DIR} scripts/bench-report.sh --run" \
     >"${aqs_dir}/run-command.txt"
   step "cargo bench --bench semaphore" cargo bench --bench semaphore
   step "scripts/bench-jdk.sh" bash scripts/bench-jdk.sh

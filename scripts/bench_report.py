@@ -224,7 +224,9 @@ def sentinels(rust_run, jdk_sentinels=(), jdk_watch=None):
     watches = [(name, w) for name, w in (("Rust", (rust_run or {}).get("watch")), ("JDK", jdk_watch)) if w]
     watch = "; ".join(
         f"{name}: {w['redone']} sample(s) measured again, {w['waits']} wait(s) for {w['waited_s']:.0f} s"
-        f" ({w['gave_up']} ran out; patience {w['patience_s']} s, one wait at most {w['wait_max_s']} s)"
+        f" ({w['gave_up']} ran out; patience {w['patience_s']} s, one wait at most {w['wait_max_s']} s"
+        + (f", round trip judged against {sig(w['round_trip_pinned_ns'])} ns" if w.get("round_trip_pinned_ns") else "")
+        + ")"
         for name, w in watches
     )
     return Sentinels(text, bad, cells, len(xs), watch)

@@ -91,6 +91,13 @@ public final class SemaphoreBench {
                 ? Long.parseLong(patienceEnv.trim()) * 1_000_000_000L
                 : (quick ? 120 : 900) * 1_000_000_000L;
         patienceTotalNs = patienceNs;
+        String pinEnv = System.getenv("AQS_BENCH_ROUND_TRIP");
+        if (pinEnv != null) {
+            pinnedRt = Double.parseDouble(pinEnv.trim());
+            if (!(pinnedRt > 0) || Double.isInfinite(pinnedRt)) {
+                throw new IllegalArgumentException("AQS_BENCH_ROUND_TRIP must be a positive number of ns, got " + pinEnv);
+            }
+        }
         calibrate();
         open("jdk-start");
 
@@ -144,9 +151,11 @@ public final class SemaphoreBench {
             fairness(fair);
         }
         note("jdk-end");
-        out.printf(Locale.ROOT, "{\"group\": \"watch\", \"off\": %s, \"patience_s\": %d, \"wait_max_s\": %d, "
-                + "\"redone\": %d, \"waits\": %d, \"waited_s\": %.1f, \"gave_up\": %d}%n",
-                WATCH_OFF, patienceTotalNs / 1_000_000_000L, WAIT_MAX_NS / 1_000_000_000L, redone, waits,
+        out.printf(Locale.ROOT, "{\"group\": \"watch\", \"off\": %s, \"round_trip_pinned_ns\": %s, "
+                + "\"patience_s\": %d, \"wait_max_s\": %d, \"redone\": %d, \"waits\": %d, \"waited_s\": %.1f, "
+                + "\"gave_up\": %d}%n",
+                WATCH_OFF, Double.isNaN(pinnedRt) ? "null" : String.format(Locale.ROOT, "%.6g", pinnedRt),
+                patienceTotalNs / 1_000_000_000L, WAIT_MAX_NS / 1_000_000_000L, redone, waits,
                 waitedNs / 1e9, gaveUp);
 
         String java = System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
@@ -593,6 +602,7 @@ public final class SemaphoreBench {
      * at most WAIT_MAX_NS, and all of them together at most the patience. A
      * wait that lasts WAIT_MAX_NS resets the reference to the level it ends
      * on; the first reference is the median of CALIBRATION looks a second apart.
+     * AQS_BENCH_ROUND_TRIP (ns) pins the round trip's reference.
      * Only the main thread touches this state.
      */
 
@@ -603,6 +613,8 @@ public final class SemaphoreBench {
     static final long WAIT_MAX_NS = 150_000_000_000L;
     static long patienceNs;
     static long patienceTotalNs;
+    /** The round trip's reference when AQS_BENCH_ROUND_TRIP pins it, else NaN. */
+    static double pinnedRt = Double.NaN;
     static int redone;
     static int waits;
     static long waitedNs;
@@ -627,7 +639,7 @@ public final class SemaphoreBench {
         }
         double[] cs = reference.stream().mapToDouble(r -> r[0]).toArray();
         double[] rt = reference.stream().mapToDouble(r -> r[1]).toArray();
-        return new double[] {upperMedian(cs), upperMedian(rt)};
+        return new double[] {upperMedian(cs), Double.isNaN(pinnedRt) ? upperMedian(rt) : pinnedRt};
     }
 
     /** The element at index length / 2 once sorted, as in the Rust watch and the report. */
@@ -731,8 +743,10 @@ public final class SemaphoreBench {
         }
         double[] typical = {upperMedian(cs), upperMedian(rt)};
         System.out.printf(Locale.ROOT, "watch: reference from %d looks: critical section %.1f ns, round trip %.1f ns "
-                + "(range %.1f to %.1f); patience %d s%n", CALIBRATION, typical[0], typical[1],
+                + "(range %.1f to %.1f)%s; patience %d s%n", CALIBRATION, typical[0], typical[1],
                 Arrays.stream(rt).min().orElse(Double.NaN), Arrays.stream(rt).max().orElse(Double.NaN),
+                Double.isNaN(pinnedRt) ? "" : String.format(Locale.ROOT, ", pinned to %.1f ns by AQS_BENCH_ROUND_TRIP",
+                        pinnedRt),
                 patienceNs / 1_000_000_000L);
         reference.add(typical);
     }
