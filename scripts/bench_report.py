@@ -264,6 +264,10 @@ class Data:
         mark = ("~" if noisy(rec) else "") + ("‡" if (group, bench, contender) in self.disturbed else "")
         return sig(scale(rec["ns"])) + mark
 
+    def mark(self, group, bench, *contenders):
+        """`‡` when any of the contenders' cells is marked disturbed."""
+        return "‡" if any((group, bench, c) in self.disturbed for c in contenders) else ""
+
     def best_peer(self, group, bench, peers=RUST_PEERS):
         """The fastest of `peers` (least time) that has a result, or None."""
         best = None
@@ -402,7 +406,8 @@ def targets(data):
                 need = factor if ref == "best-rust" else 1.0
                 if r is not None:
                     oks.append(r >= need)
-                    parts.append(f"{sig(r)}× {name}" + ("" if r >= need else " ✗"))
+                    mark = data.mark("contended", b, c, ref_c)
+                    parts.append(f"{sig(r)}{mark}× {name}" + ("" if r >= need else " ✗"))
             if parts:
                 details.append(f"T={t} P={p}: " + ", ".join(parts))
         ok = all(oks) if oks else None
@@ -426,7 +431,7 @@ def targets(data):
         out.append(
             (
                 f"hand-off, {c}: ≥ the best peer",
-                f"{sig(1e6 / ns)} k round trips/s = {sig(r)}× {best}",
+                f"{sig(1e6 / ns)} k round trips/s = {sig(r)}{data.mark('handoff', 'round_trip', c, best)}× {best}",
                 verdict(None if r is None else r >= 1.0),
             )
         )
@@ -439,7 +444,8 @@ def targets(data):
         out.append(
             (
                 f"batch wake of 8, {c}: ≤ the best Rust peer's time",
-                f"{sig(ns / 1e3)} µs vs {sig(bns / 1e3 if bns else None)} µs ({best})",
+                f"{sig(ns / 1e3)} µs vs {sig(bns / 1e3 if bns else None)} µs ({best})"
+                + data.mark("batch_wake", "wake8", c, best),
                 verdict(None if bns is None else ns <= bns),
             )
         )
