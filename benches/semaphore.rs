@@ -26,9 +26,9 @@
 //! that uses both CPUs, after each of their samples and at the end. A sample
 //! after which the machine looks changed is measured again once it looks as
 //! before (within `AQS_BENCH_PATIENCE` seconds of waiting for the run). The
-//! looks go to `aqs-bench/rust-run.json`, and the report marks the cells next
-//! to one that is off the run's median, so a cell the host disturbed can be
-//! told from a quiet one.
+//! looks go to `aqs-bench/rust-run.json`, and the report marks every cell
+//! with a look of its own that is off the run's median, so a cell the host
+//! disturbed can be told from a quiet one.
 //!
 //! `AQS_BENCH_QUICK=1` shortens every phase (the suite then takes a couple of
 //! minutes). `scripts/bench-report.sh --run` runs this, the JDK anchor and the

@@ -162,7 +162,7 @@ pub fn configure(default: Duration) {
     watch().reference.push(typical);
 }
 
-pub fn median(mut xs: Vec<f64>) -> f64 {
+fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }
