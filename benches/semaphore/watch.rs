@@ -241,6 +241,14 @@ impl Watch {
         self.kept.push(Look { at: at.to_string(), cs_ns, round_trip_ns, after_sample });
     }
 
+    /// Books a wait that slept: `waited` comes off the run's patience.
+    fn account(&mut self, waited: Duration, gave_up: bool) {
+        self.waits += 1;
+        self.waited += waited;
+        self.gave_up += u32::from(gave_up);
+        self.patience = Some(self.patience.unwrap_or(Duration::ZERO).saturating_sub(waited));
+    }
+
     fn describe(&self, (cs, rt): (f64, f64)) -> String {
         let (tcs, trt) = self.typical().unwrap_or((f64::NAN, f64::NAN));
         format!("critical section {cs:.1} ns (typical {tcs:.1}), round trip {rt:.1} ns (typical {trt:.1})")
@@ -290,15 +298,6 @@ fn settle(at: &str) -> ((f64, f64), bool) {
         drop(w);
         slept = true;
         thread::sleep(POLL);
-    }
-}
-
-impl Watch {
-    fn account(&mut self, waited: Duration, gave_up: bool) {
-        self.waits += 1;
-        self.waited += waited;
-        self.gave_up += u32::from(gave_up);
-        self.patience = Some(self.patience.unwrap_or(Duration::ZERO).saturating_sub(waited));
     }
 }
 
