@@ -287,22 +287,22 @@ public final class SemaphoreBench {
 
     /** Fast bodies (one thread, unwatched): `fastSamples` equal samples over the measurement time. */
     static double[] measureFast(Body body) throws Exception {
-        double per = warmUp(body);
-        long n = Math.max(1, (long) (measurementNs / fastSamples / Math.max(per, 1e-3)));
-        double[] ns = new double[fastSamples];
-        for (int i = 0; i < fastSamples; i++) {
-            ns[i] = (double) body.run(n) / n;
-        }
-        return ns;
+        return measure(body, fastSamples, null);
     }
 
     /** Slow bodies (hand-off, batch wake): `samples` equal samples, each watched as the cell `at`. */
     static double[] measureSlow(String at, Body body) throws Exception {
+        return measure(body, samples, at);
+    }
+
+    /** Returns the per-operation time of each sample; with `at`, each sample is watched as that cell. */
+    static double[] measure(Body body, int count, String at) throws Exception {
         double per = warmUp(body);
-        long n = Math.max(1, (long) (measurementNs / samples / Math.max(per, 1e-3)));
-        double[] ns = new double[samples];
-        for (int i = 0; i < samples; i++) {
-            ns[i] = checked(at, () -> (double) body.run(n) / n);
+        long n = Math.max(1, (long) (measurementNs / count / Math.max(per, 1e-3)));
+        Sample sample = () -> (double) body.run(n) / n;
+        double[] ns = new double[count];
+        for (int i = 0; i < count; i++) {
+            ns[i] = at == null ? sample.run() : checked(at, sample);
         }
         return ns;
     }
