@@ -175,7 +175,7 @@ class Sentinels(NamedTuple):
 
     summary: str  # one line for the report
     off: list  # the sentinels off the run's median by more than SENTINEL_OFF, either way
-    cells: set  # (group, bench, contender) of the cells next to those, before or after
+    cells: set  # (group, bench, contender) of the cells those mark (see `sentinels`)
     taken: int
     watch: str  # what the watches did (samples measured again, waiting), or ""
 

@@ -721,9 +721,13 @@ public final class SemaphoreBench {
     /** The look that opens the cell (or run point) `at`, once the machine is in line or the wait ran out. */
     static void open(String at) throws Exception {
         double[] l = settle(at).look();
+        printLook(at, l);
+        keep(at, l, false);
+    }
+
+    static void printLook(String at, double[] l) {
         System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
                 at, l[0], l[1]);
-        keep(at, l, false);
     }
 
     /** Looks CALIBRATION times, POLL_MS apart, and makes their median the first reference. */
@@ -754,8 +758,7 @@ public final class SemaphoreBench {
     /** A look named `at`, kept without waiting (the end of the run: nothing is measured after it). */
     static void note(String at) throws Exception {
         double[] l = look();
-        System.out.printf(Locale.ROOT, "sentinel %-40s critical section alone %6.1f ns   spin round trip %6.1f ns%n",
-                at, l[0], l[1]);
+        printLook(at, l);
         keep(at, l, false);
     }
 

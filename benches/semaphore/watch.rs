@@ -3,8 +3,8 @@
 //! A *look* (the report calls it a sentinel) times the critical section alone
 //! on this thread, and a round trip between two spinning threads, which needs
 //! both CPUs at once and costs what moving a cache line between them costs.
-//! On this VM the round trip reads 70 to 90 ns most of the time, and for
-//! spells of a minute or so 410 to 490 ns (a vCPU is not running) or 30 ns
+//! On this VM the round trip reads 70 to 90 ns in most looks, and for spells
+//! of seconds to minutes 410 to 490 ns (the vCPUs placed far apart) or 30 ns
 //! (the two vCPUs share a core). Throughput over 4 permits follows it: one
 //! such spell cut aqs fair's T=4 P=4 from 23 to 5.4 M pairs/s (tokio's from
 //! 8.7 to 4.6) while the look at the start of the run was quiet.
@@ -54,7 +54,7 @@ use super::{critical_section, json_num, json_str, measuring, Padded, WORD_SEED};
 /// machine counts as changed. `SENTINEL_OFF` in `scripts/bench_report.py` is
 /// the same factor, applied afterwards to the whole run. Within one placement
 /// of the vCPUs the round trip varies by about 1.3x.
-pub const OFF: f64 = 1.5;
+const OFF: f64 = 1.5;
 /// Windows per look; the median is kept.
 const WINDOWS: usize = 5;
 /// Critical sections, and spin round trips, per window.
@@ -68,7 +68,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// Looks taken at the start, one per [`POLL`], to set the first reference.
 const CALIBRATION: usize = 15;
 /// The longest one wait lasts.
-pub const WAIT_MAX: Duration = Duration::from_secs(150);
+const WAIT_MAX: Duration = Duration::from_secs(150);
 
 /// One look at the machine.
 struct Look {
@@ -308,9 +308,12 @@ pub fn open(at: &str) {
         return;
     }
     let (l, _) = settle(at);
-    let mut w = watch();
-    println!("sentinel {at:<40} critical section alone {:>6.1} ns   spin round trip {:>6.1} ns", l.0, l.1);
-    w.keep(at, l, false);
+    print_look(at, l);
+    watch().keep(at, l, false);
+}
+
+fn print_look(at: &str, (cs, rt): (f64, f64)) {
+    println!("sentinel {at:<40} critical section alone {cs:>6.1} ns   spin round trip {rt:>6.1} ns");
 }
 
 /// Takes a look named `at` without waiting (the end of a run: nothing is
@@ -320,7 +323,7 @@ pub fn note(at: &str) {
         return;
     }
     let l = look();
-    println!("sentinel {at:<40} critical section alone {:>6.1} ns   spin round trip {:>6.1} ns", l.0, l.1);
+    print_look(at, l);
     watch().keep(at, l, false);
 }
 
@@ -364,7 +367,7 @@ pub fn json() -> (String, String) {
             )
         })
         .collect();
-    let gate = format!(
+    let waiting = format!(
         "{{\"off\": {OFF}, \"round_trip_pinned_ns\": {}, \"patience_s\": {}, \"wait_max_s\": {}, \"redone\": {}, \
          \"waits\": {}, \"waited_s\": {:.1}, \"gave_up\": {}}}",
         w.pinned_rt.map_or_else(|| "null".to_string(), json_num),
@@ -375,5 +378,5 @@ pub fn json() -> (String, String) {
         w.waited.as_secs_f64(),
         w.gave_up
     );
-    (format!("[{}]", looks.join(", ")), gate)
+    (format!("[{}]", looks.join(", ")), waiting)
 }
