@@ -58,6 +58,7 @@ mutants=(
   "unlink_load|timed_waiter_leaves_during_takeover_fair|$deadlock"
   "foreign_signal|timed_waiter_leaves_during_takeover_fair|$deadlock"
   "trust_guess|stale_guess_nonfair|$stale"
+  "blind_disarm|stale_armed_bit_is_cleared_safely|$deadlock"
 )
 
 log_dir=$(mktemp -d)

@@ -281,6 +281,15 @@ impl Semaphore {
         self.raw.live_nodes()
     }
 
+    /// loom build only: sets the queue's armed bit with nobody asleep on it
+    /// (see `RawSync::disarm_stale`), a state that real runs reach, so that a
+    /// model can start there instead of paying preemptions to get there.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_arm_stale(&self) {
+        self.raw.arm_stale();
+    }
+
     /// Whether this semaphore is fair (made by [`Semaphore::new_fair`]).
     pub fn is_fair(&self) -> bool {
         self.policy.fair

@@ -441,3 +441,61 @@ fn stale_guess_nonfair() {
 fn stale_guess_fair() {
     stale_guess(true);
 }
+
+// ---------------------------------------------------------------------------
+// A stale armed bit.
+
+/// A barging release that finds the armed bit set but no SIGNAL on the head
+/// clears the bit (`RawSync::disarm_stale`); a waiter that armed the head and
+/// published the bit in between must still be woken. One nonfair permit,
+/// held by main; the bit starts set with nobody asleep on it (a state real
+/// runs reach: a waiter publishes it and its re-check then acquires). `v`
+/// queues; `b` tries once to barge. The schedule that loses `v`: main's
+/// release reads the bit and marks the head PROPAGATE; `b` takes the permit;
+/// `v` fails, arms the head and publishes the bit; main clears it; `v`
+/// re-checks, fails again and parks; `b`'s release sees no bit and skips the
+/// queue. The `blind_disarm` mutant, which clears without re-reading the
+/// head's status, deadlocks there in about two seconds. That schedule needs
+/// two preemptions: `v` stopped after it is counted and before it arms, and
+/// main stopped after its status RMW (main waits for the count and `b` holds
+/// with a yield, which cost none). Bound 3 explores one more, about 30 s.
+/// Only `b` may barge and only once: a second spinning thread lets loom
+/// schedule two spinners against each other without end.
+#[test]
+fn stale_armed_bit_is_cleared_safely() {
+    check(3, || {
+        let sem = semaphore(false, 1);
+        let cell = Arc::new(Guarded(UnsafeCell::new(0)));
+        sem.loom_arm_stale();
+        let held = sem.try_acquire().unwrap();
+        let v = {
+            let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
+            thread::spawn(move || {
+                let _p = sem.acquire().unwrap();
+                cell.enter();
+            })
+        };
+        let b = {
+            let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
+            thread::spawn(move || {
+                let Ok(_p) = sem.try_acquire() else {
+                    return false;
+                };
+                cell.enter();
+                // Holding: let `v` run through its arming and parking (a
+                // yield costs no preemption).
+                thread::yield_now();
+                true
+            })
+        };
+        // Release only once `v` is counted (yields cost no preemption).
+        while sem.queue_length() == 0 {
+            thread::yield_now();
+        }
+        drop(held);
+        v.join().unwrap();
+        let barged = b.join().unwrap();
+        assert_eq!(cell.total(), 1 + usize::from(barged));
+        assert_quiescent(&sem, 1);
+    });
+}
