@@ -908,13 +908,15 @@ impl RawSync {
     /// a waiter has armed `head` since (then the caller goes round again and
     /// consumes that SIGNAL, waking the waiter).
     ///
-    /// Why a waiter cannot sleep through this (P1 again): a waiter whose
-    /// arming CAS on `head`'s status came before our earlier RMW made that RMW
-    /// read `SIGNAL`, so it came after. If it also comes before our `fetch_or`
-    /// below, we read `SIGNAL` and wake it. If it comes after, it reads our
-    /// `fetch_or`, so our clear happens-before its publishing RMW, which
-    /// therefore comes later in the word's order and keeps its bit; and the
-    /// re-check after that RMW sees what we released. A waiter whose
+    /// Why a waiter cannot sleep through this (P1 again). A waiter whose
+    /// arming CAS on `head`'s status came before our earlier RMW on it would
+    /// have made that RMW read `SIGNAL`, unless another releaser consumed
+    /// that `SIGNAL` first, and that releaser woke it. So consider a waiter
+    /// whose arming came after our earlier RMW. If it also comes before our
+    /// `fetch_or` below, we read `SIGNAL` and wake it. If it comes after, it
+    /// reads our `fetch_or`, so our clear happens-before its publishing RMW,
+    /// which therefore comes later in the word's order and keeps its bit;
+    /// and the re-check after that RMW sees what we released. A waiter whose
     /// predecessor is not the head relies on that predecessor's takeover to
     /// set the bit again (invariant 8), and the takeover's RMWs come after
     /// ours on `head`'s status, or it reads `PASSED` and the caller retries.
