@@ -458,7 +458,8 @@ fn stale_guess_fair() {
 /// head's status, deadlocks there in about two seconds. That schedule needs
 /// two preemptions: `v` stopped after it is counted and before it arms, and
 /// main stopped after its status RMW (main waits for the count and `b` holds
-/// with a yield, which cost none). Bound 3 explores one more, about 30 s.
+/// with a yield, which cost none). Bound 3 explores one more (30 to 60 s
+/// in CI).
 /// Only `b` may barge and only once: a second spinning thread lets loom
 /// schedule two spinners against each other without end.
 #[test]
