@@ -2,6 +2,10 @@
 //! go back on drop (also when the holder panics), `forget` keeps them,
 //! `split` and `merge` move them without losing any.
 
+// These tests run real threads and clocks; under `--cfg loom` the crate's
+// atomics are loom's, which only work inside `loom::model` (tests/loom.rs).
+#![cfg(not(loom))]
+
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{self, RecvTimeoutError};
