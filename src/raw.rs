@@ -188,6 +188,13 @@ const VALUE_SHIFT: u32 = 32;
 /// The queue's half of the word: `waiters` and `CLOSED`.
 const LOW_MASK: u64 = (1 << VALUE_SHIFT) - 1;
 
+/// How many times a strict FIFO waiter second in line renews its spin budget
+/// while its predecessor wakes (`RawSync::first_is_waking`). One budget
+/// (about 127 pause instructions, then a few yields) is often shorter than a
+/// wake-up here: two threads over one fair permit ran 0.85 to 1.3 µs a pair
+/// with one budget, 0.34 to 0.46 with four (quick criterion runs, interleaved).
+const SECOND_IN_LINE_RENEWALS: u32 = 3;
+
 /// The policy's value held in a state word.
 #[inline]
 pub(crate) const fn value_of(state: u64) -> u32 {
@@ -571,6 +578,8 @@ impl RawSync {
         let mut published = false;
         let mut armed_pred = ptr::null_mut(); // the predecessor our last RMW armed
         let spin = Spin::new();
+        let mut spun_second = false; // spent budget as second in line
+        let mut renewals = SECOND_IN_LINE_RENEWALS;
         loop {
             // Only we write `prev` (invariant 2).
             let mut pred = me.prev.load(Relaxed);
@@ -625,7 +634,26 @@ impl RawSync {
                 return Err(AcquireFailed::TimedOut);
             }
             // The first waiter is next to run: spin a little before parking
-            // (a bounded number of rounds per wake-up, then yields).
+            // (a bounded number of rounds per wake-up, then yields). Having
+            // just become first after spinning as second, it gets the budget
+            // afresh, once: what it spent was the wait for its predecessor to
+            // wake, not for a permit.
+            if first && spun_second {
+                spun_second = false;
+                spin.reset();
+            }
+            // Second in line, behind a first waiter whose value is free (it
+            // was woken and has not run yet): spin through its wake-up, for
+            // up to `SECOND_IN_LINE_RENEWALS` more budgets. Strict FIFO only.
+            if !first
+                && !policy.barging()
+                && spin.can_spin(renewals)
+                && self.first_is_waking(pred)
+                && spin.spin_renewing(&mut renewals)
+            {
+                spun_second = true;
+                continue;
+            }
             if first && spin.spin() {
                 continue;
             }
@@ -657,8 +685,35 @@ impl RawSync {
                 timed_out = parked == Parked::TimedOut;
                 woken = !timed_out;
                 spin.reset();
+                renewals = SECOND_IN_LINE_RENEWALS;
             }
         }
+    }
+
+    /// Whether `pred`, our predecessor, is the live first waiter and the value
+    /// it needs is there (inside a guard): it has been woken, or is about to
+    /// take the value, and we are next.
+    ///
+    /// A strict FIFO waiter spins there instead of parking. Otherwise two
+    /// threads over one fair permit lock into a convoy: the releaser wakes
+    /// the first waiter, comes back while that one is still waking, queues
+    /// second and parks, so every permit costs a full wake-up (4 to 14 µs a
+    /// pair here, with both CPUs mostly idle). Spinning through the wake-up,
+    /// the second is first by the time the new head releases, and catches
+    /// the permit without parking (0.34 to 0.46 µs a pair). Only the second
+    /// in line spins, and only while the value waits, so with more threads
+    /// than CPUs it rarely happens (under 0.3% of pairs at 4 threads over one
+    /// permit) and takes no CPU from the waiter being woken.
+    fn first_is_waking(&self, pred: *mut Node) -> bool {
+        // SAFETY: our predecessor (invariant 6).
+        let first = unsafe { Node::get(pred) };
+        let h = first.prev.load(Acquire);
+        // A cancelled predecessor is for `should_park_after_failed_acquire`
+        // to skip, not to wait on.
+        !h.is_null()
+            && h == self.head.load(Acquire)
+            && first.status.load(Acquire) != CANCELLED
+            && value_of(self.state.load(Acquire)) >= first.need
     }
 
     /// A queued waiter's hook call: acquires and leaves the waiter count in

@@ -98,6 +98,36 @@ impl Spin {
         false
     }
 
+    /// Whether [`Spin::spin_renewing`] would still wait, with `renewals`
+    /// budgets in reserve (always `false` under loom, where the budget is
+    /// zero): lets a caller skip the loads that decide whether to spin.
+    #[inline]
+    pub(crate) fn can_spin(&self, renewals: u32) -> bool {
+        #[cfg(not(loom))]
+        {
+            renewals > 0 || !self.backoff.is_completed()
+        }
+        #[cfg(loom)]
+        {
+            let _ = renewals;
+            false
+        }
+    }
+
+    /// [`Spin::spin`], but a spent budget is first renewed from `renewals`
+    /// (one taken per renewal) while any are left.
+    #[inline]
+    pub(crate) fn spin_renewing(&self, renewals: &mut u32) -> bool {
+        #[cfg(not(loom))]
+        if *renewals > 0 && self.backoff.is_completed() {
+            *renewals -= 1;
+            self.backoff.reset();
+        }
+        #[cfg(loom)]
+        let _ = renewals;
+        self.spin()
+    }
+
     /// Restores the full budget.
     #[inline]
     pub(crate) fn reset(&self) {

@@ -220,6 +220,40 @@ fn timeouts_racing_releases_lose_no_permit() {
 }
 
 #[test]
+fn fair_pair_with_a_timing_out_third_serves_every_acquire() {
+    // Two threads over one fair permit: each release finds the other waiting
+    // and queues behind it, second in line while the first wakes, which is
+    // where a strict FIFO waiter spins instead of parking. A third thread
+    // keeps joining with timeouts of a few microseconds, so the first waiter
+    // in front of a spinning second is sometimes one that is leaving.
+    let sem = Arc::new(Semaphore::new_fair(1));
+    let in_use = Arc::new(InUse::new(1));
+    let served = Arc::new(AtomicUsize::new(0));
+    let (s, u, n) = (Arc::clone(&sem), Arc::clone(&in_use), Arc::clone(&served));
+    let rounds = iters(20_000, 20);
+    run(3, move |t| {
+        for i in 0..rounds {
+            let p = if t == 2 {
+                match s.try_acquire_for(Duration::from_micros((i % 20) as u64)) {
+                    Ok(p) => p,
+                    Err(TryAcquireError::NoPermits) => continue,
+                    Err(TryAcquireError::Closed) => panic!("Closed from a semaphore nobody closes"),
+                }
+            } else {
+                let p = must_acquire(&s, 1);
+                n.fetch_add(1, SeqCst);
+                p
+            };
+            u.take(1);
+            u.give(1);
+            drop(p);
+        }
+    });
+    assert_eq!(served.load(SeqCst), 2 * rounds, "an untimed acquire returned without its permit");
+    settled(&sem, 1);
+}
+
+#[test]
 fn cancelled_waiters_between_live_ones_are_skipped() {
     // Queue long waiters and short-lived ones interleaved, let the short ones
     // time out (they are unlinked from the middle and the tail of the queue),
