@@ -7,8 +7,8 @@
 #   scripts/bench-report.sh          report from the results already there
 #   scripts/bench-report.sh --run    run the Rust suite and the JDK anchor first
 #   AQS_BENCH_QUICK=1 scripts/bench-report.sh --run    the same, quick (a few minutes)
-#   AQS_BENCH_ROUND_TRIP=75 ... --run    judge the machine watch's looks against a
-#                                        75 ns round trip (benches/semaphore/watch.rs)
+#   AQS_BENCH_ROUND_TRIP=52 ... --run    judge the machine watch's looks against a
+#                                        52 ns round trip (benches/semaphore/watch.rs)
 #   --no-readme                      leave README.md alone
 #
 # Results live under CARGO_TARGET_DIR, which defaults to target/bench here and

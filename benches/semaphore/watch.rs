@@ -29,9 +29,12 @@
 //! On a host that moves the vCPUs every few seconds, that median lands on
 //! whichever placement happened to dominate those seconds. To judge a run
 //! against a known placement, `AQS_BENCH_ROUND_TRIP` pins the round trip's
-//! reference, in ns; the critical section's is still calibrated. On this VM
-//! the median round trip of every full run since the sentinels came in read
-//! 72 to 77 ns, so the report's runs here pin 75.
+//! reference, in ns; the critical section's is still calibrated. Pin what
+//! the host reads: on the VM's first host the median round trip of every
+//! full run read 72 to 77 ns and the runs pinned 75; on its host of
+//! 2026-11-23 afternoon the looks read 50 to 53 ns, and run 19 pinned 52
+//! (pinned at 75, looks at 49 ns count as off under the 1.5x rule: a first
+//! attempt waited 146 times in its first nine minutes and was stopped).
 //!
 //! # Invariants
 //! - The state is one `Mutex<Watch>`, locked only between looks (never across
