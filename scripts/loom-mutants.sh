@@ -43,7 +43,6 @@ export CARGO_TERM_COLOR=never
 deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
 orphan='a queue node outlived its waiter'
-stale='a stale guess failed an acquire'
 mutants=(
   "no_propagate|propagation_jdk_6801020|$deadlock"
   "no_recheck|acquire_release_one_permit_nonfair|$deadlock"
@@ -57,7 +56,6 @@ mutants=(
   "armed_late_clear|acquire_many_at_head_nonfair|$deadlock"
   "unlink_load|timed_waiter_leaves_during_takeover_fair|$deadlock"
   "foreign_signal|timed_waiter_leaves_during_takeover_fair|$deadlock"
-  "trust_guess|stale_guess_nonfair|$stale"
   "blind_disarm|stale_armed_bit_is_cleared_safely|$deadlock"
 )
 

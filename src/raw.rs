@@ -100,11 +100,6 @@
 //!    barging release with the bit clear skips the queue: the first waiter is
 //!    awake (or woken, waiting for a CPU) and will see the value, or arrivals
 //!    take it.
-//! 9. **The hint holds no invariant.** `hint` is a guess at the state word
-//!    for an arrival's first CAS (`arrive`); any value is safe. A CAS that
-//!    succeeds proves that the word was the guess, and a guess on which the
-//!    policy fails is never believed: only a word read from `state` can fail
-//!    an acquire.
 //!
 //! ## Memory ordering
 //!
@@ -150,10 +145,6 @@
 //!   wakes past it, or the leaving waiter sees the new head and wakes its
 //!   successor itself.
 //!
-//! The hint is read and written `Relaxed` and orders nothing: an arrival
-//! synchronizes through its CAS on `state`, whose orderings are the same
-//! whether its expected word came from the hint or from a load.
-//!
 //! Wake-ups go through a per-node `wake` flag set with a `Release` swap (an
 //! RMW, so it is totally ordered with the owner's clearing swap) before
 //! `unpark_one`; `park`'s `validate` reads it under the bucket lock (shim
@@ -170,9 +161,7 @@ use std::ptr;
 use std::time::Instant;
 
 use crate::node::{Node, Reclaim, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
-use crate::sync::{
-    deadline_passed, park, unexplored, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked, Spin,
-};
+use crate::sync::{deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked, Spin};
 
 /// The closed bit.
 pub(crate) const CLOSED: u64 = 1;
@@ -321,11 +310,6 @@ pub(crate) enum AcquireFailed {
 /// The queue core shared by every synchronizer.
 pub(crate) struct RawSync {
     state: AtomicU64,
-    /// The word an arrival's first CAS expects (`arrive`): the word that the
-    /// last arrival's CAS or release left, as that thread computed it without
-    /// reading `state`. Only a guess: any value is safe (invariant 9), so it
-    /// is read and written with `Relaxed` and never together with `state`.
-    hint: AtomicU64,
     head: AtomicPtr<Node>,
     tail: AtomicPtr<Node>,
     reclaim: Reclaim,
@@ -344,7 +328,6 @@ impl RawSync {
     pub(crate) const fn new(value: u32) -> Self {
         RawSync {
             state: AtomicU64::new((value as u64) << VALUE_SHIFT),
-            hint: AtomicU64::new((value as u64) << VALUE_SHIFT),
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
@@ -356,7 +339,6 @@ impl RawSync {
     pub(crate) fn new(value: u32) -> Self {
         RawSync {
             state: AtomicU64::new((value as u64) << VALUE_SHIFT),
-            hint: AtomicU64::new((value as u64) << VALUE_SHIFT),
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
@@ -372,52 +354,30 @@ impl RawSync {
     /// Tries to acquire without queueing, as an arriving thread.
     #[inline]
     pub(crate) fn try_acquire_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
-        // Loom need not branch on the guess's value (invariant 9; the
-        // arrival's store in `arrive` is what it explores).
-        self.arrive(policy, arg, unexplored(|| self.hint.load(Relaxed)), true)
+        self.arrive(policy, arg, self.state.load(Relaxed))
     }
 
-    /// The arrival's CAS loop, from `s`: a word read from `state`, or (with
-    /// `guessing`) the `hint`.
+    /// The arrival's CAS loop, from `s`, a word read from `state`.
     ///
-    /// A CAS needs the current word as its expected value, and a load of
-    /// `state` cannot complete before the caller's previous locked
-    /// instruction on it (typically the release that ended its last critical
-    /// section) has. The hint needs no such wait: it is a plain word beside
-    /// `state`, stored by the last acquire and release with the word each
-    /// one left (computed without waiting for their own RMWs), so an
-    /// uncontended thread finds its own last word there and the CAS issues
-    /// at once. A wrong guess costs one failed CAS, which returns the actual
-    /// word, and the loop goes on from that.
-    ///
-    /// The outcome does not depend on the guess: a CAS that succeeds proves
-    /// the word was the guess, so the policy decided on the actual word.
-    /// A guess on which the policy would fail (or that is closed) decides
-    /// nothing; only a word read from `state` can fail an acquire.
+    /// An earlier version guessed the first CAS's expected word from a
+    /// `hint` stored beside `state` by every acquire and release, so that an
+    /// uncontended CAS need not wait for a load behind the thread's last
+    /// locked instruction. It saved 0.9 ns per uncontended pair on one host,
+    /// nothing on another, and cost 10 to 25% at four permits on the second
+    /// (the hint's stores and wrong guesses): see `docs/design.md`.
     #[inline]
-    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32, mut s: u64, mut guessing: bool) -> TryAcquire {
+    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32, mut s: u64) -> TryAcquire {
         loop {
             let acquired =
                 if is_closed(s) { None } else { policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0) };
             let Some(acquired) = acquired else {
-                if guessing && !cfg!(aqs_mutant = "trust_guess") {
-                    guessing = false;
-                    s = self.state.load(Relaxed);
-                    continue;
-                }
                 return if is_closed(s) { TryAcquire::Closed } else { TryAcquire::Failed };
             };
             let next = after_take(s, acquired.value);
             // AcqRel: Acquire pairs with the release that put the value there.
             match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
-                Ok(_) => {
-                    self.hint.store(next, Relaxed);
-                    return TryAcquire::Acquired;
-                }
-                Err(actual) => {
-                    guessing = false;
-                    s = actual;
-                }
+                Ok(_) => return TryAcquire::Acquired,
+                Err(actual) => s = actual,
             }
         }
     }
@@ -459,7 +419,7 @@ impl RawSync {
     ) -> Result<(), AcquireFailed> {
         let spin = Spin::new();
         while policy.barging() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin() {
-            match self.arrive(policy, arg, self.state.load(Relaxed), false) {
+            match self.arrive(policy, arg, self.state.load(Relaxed)) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),
                 TryAcquire::Failed => {}
@@ -481,10 +441,6 @@ impl RawSync {
             // touched by an addition to the high half.)
             let delta = u64::from(arg) << VALUE_SHIFT;
             let s = self.state.fetch_add(delta, AcqRel);
-            // The next arrival's guess: the word this release left if
-            // nobody else moved it, from the hint rather than from `s`, so
-            // that computing it does not wait for the `fetch_add`.
-            unexplored(|| self.hint.store(self.hint.load(Relaxed).wrapping_add(delta), Relaxed));
             debug_assert_eq!(policy.try_release_shared(value_of(s), arg), value_of(s).wrapping_add(arg));
             s
         } else {
@@ -492,11 +448,7 @@ impl RawSync {
             loop {
                 let value = policy.try_release_shared(value_of(s), arg);
                 match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
-                    Ok(_) => {
-                        // The next arrival's guess, as in the adding branch.
-                        unexplored(|| self.hint.store(with_value(s, value), Relaxed));
-                        break s;
-                    }
+                    Ok(_) => break s,
                     Err(actual) => s = actual,
                 }
             }
@@ -1411,38 +1363,6 @@ mod tests {
         let s = s | ARMED;
         assert_eq!((value_of(s), waiters_of(s), is_closed(s), is_armed(s)), (0, 0x3FFF_FFFF, false, true));
         assert_eq!(value_of(with_value(s, 1) - ONE_WAITER), 1);
-    }
-
-    /// Invariant 9: whatever the hint says, an arrival decides on the word.
-    #[test]
-    fn a_wrong_hint_never_changes_an_outcome() {
-        let sync = RawSync::new(2);
-        let hints = [
-            with_value(0, 0),              // "nothing left": must not fail the acquire
-            with_value(CLOSED, 2),         // "closed": must not fail it either
-            with_value(3 * ONE_WAITER, 2), // "others queued"
-            with_value(0, u32::MAX),       // far too many
-        ];
-        for hint in hints {
-            sync.hint.store(hint, Relaxed);
-            assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Acquired, "hint {hint:#x}");
-            assert_eq!(value_of(sync.state()), 1);
-            sync.release_shared(&Count, 1);
-            assert_eq!(sync.state(), with_value(0, 2));
-        }
-        // With nothing left, a hint that promises plenty cannot succeed.
-        assert_eq!(sync.try_acquire_shared(&Count, 2), TryAcquire::Acquired);
-        sync.hint.store(with_value(0, 2), Relaxed);
-        assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Failed);
-        sync.close();
-        sync.hint.store(with_value(0, 2), Relaxed);
-        assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Closed);
-        // Alone, an arrival finds its own last word in the hint.
-        let sync = RawSync::new(3);
-        assert_eq!(sync.try_acquire_shared(&Count, 2), TryAcquire::Acquired);
-        assert_eq!(sync.hint.load(Relaxed), sync.state());
-        sync.release_shared(&Count, 2);
-        assert_eq!(sync.hint.load(Relaxed), sync.state());
     }
 
     #[test]

@@ -43,24 +43,6 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
-/// Runs `f`, whose accesses loom executes but does not branch on.
-///
-/// Only for accesses to a location whose value cannot change an outcome (the
-/// arrival's hint, `raw.rs` invariant 9): loom still runs them, and a load
-/// still returns a value it could return, but loom neither tries each such
-/// value nor schedules other threads between these accesses. It still
-/// schedules around the operations before and after. Not reentrant (loom
-/// panics on a nested call). See `docs/design.md`, section 6.
-#[inline]
-pub(crate) fn unexplored<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(loom)]
-    loom::stop_exploring();
-    let r = f();
-    #[cfg(loom)]
-    loom::explore();
-    r
-}
-
 /// Bounded spinning before parking.
 ///
 /// On std this is crossbeam's `Backoff`: exponentially longer busy-wait

@@ -403,46 +403,6 @@ fn close_races_queued_acquires() {
 }
 
 // ---------------------------------------------------------------------------
-// The arrival's guess.
-
-/// A stale guess never fails an acquire. An arrival's first CAS expects the
-/// word in the hint (`RawSync::arrive`), which other threads store without
-/// synchronizing, so it can be older than the state word. Two permits; `a`
-/// and `b` each take one and return it. Once main has joined `a`, at most `b`
-/// holds a permit, so main's `try_acquire` must succeed. The schedule that
-/// tests it: `b` takes the second permit while `a` holds the first and is
-/// preempted before storing its hint ("no permits left"); `a` returns its
-/// permit and exits; `b` stores its stale hint and is preempted again; main
-/// guesses from that hint. The `trust_guess` mutant, which lets a guess the
-/// policy refuses fail the acquire, fails the assertion there. Bound 2: the
-/// two preemptions of `b`.
-fn stale_guess(fair: bool) {
-    check(2, move || {
-        let sem = semaphore(fair, 2);
-        let [a, b] = [(); 2].map(|()| {
-            let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.acquire().unwrap()))
-        });
-        a.join().unwrap();
-        let permit = sem.try_acquire();
-        assert!(permit.is_ok(), "a stale guess failed an acquire: {permit:?}");
-        drop(permit);
-        b.join().unwrap();
-        assert_quiescent(&sem, 2);
-    });
-}
-
-#[test]
-fn stale_guess_nonfair() {
-    stale_guess(false);
-}
-
-#[test]
-fn stale_guess_fair() {
-    stale_guess(true);
-}
-
-// ---------------------------------------------------------------------------
 // A stale armed bit.
 
 /// A barging release that finds the armed bit set but no SIGNAL on the head
