@@ -1222,7 +1222,12 @@ fn stress_never_exceeds_the_limit_and_conserves_permits() {
             .collect();
         let acquired: usize = workers.into_iter().map(Bounded::join).sum();
         assert_eq!(held.load(SeqCst), 0);
-        assert!(max.load(SeqCst) >= 1 && acquired >= threads * rounds / 2, "acquired only {acquired}");
+        // Only rounds 0, 1 and 5 are owed a permit: they block until they
+        // get one (and unwrap it). The others may fail, all of them under
+        // Miri at times, whose clock runs with the instructions a spin
+        // executes; so no count is asserted beyond that, and the bound above
+        // and the conservation below are the test.
+        assert!(max.load(SeqCst) >= 1, "nobody ever held a permit");
         assert_eq!((sem.available_permits(), sem.queue_length()), (PERMITS, 0), "permits were lost or created");
         eprintln!("{acquired} acquisitions, at most {} permits held at once", max.load(SeqCst));
     });
