@@ -354,19 +354,21 @@ impl RawSync {
     /// Tries to acquire without queueing, as an arriving thread.
     #[inline]
     pub(crate) fn try_acquire_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
-        self.arrive(policy, arg, self.state.load(Relaxed))
+        self.arrive(policy, arg)
     }
 
-    /// The arrival's CAS loop, from `s`, a word read from `state`.
+    /// The arrival's CAS loop: load the word, let the policy decide, CAS.
     ///
     /// An earlier version guessed the first CAS's expected word from a
     /// `hint` stored beside `state` by every acquire and release, so that an
     /// uncontended CAS need not wait for a load behind the thread's last
-    /// locked instruction. It saved 0.9 ns per uncontended pair on one host,
-    /// nothing on another, and cost 10 to 25% at four permits on the second
-    /// (the hint's stores and wrong guesses): see `docs/design.md`.
+    /// locked instruction. It saved 0.9 ns per uncontended pair on one host
+    /// and nothing on another, where at four permits it was slower in two of
+    /// three interleaved sets of runs and level in the third (its stores and
+    /// wrong guesses): see `docs/design.md`.
     #[inline]
-    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32, mut s: u64) -> TryAcquire {
+    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        let mut s = self.state.load(Relaxed);
         loop {
             let acquired =
                 if is_closed(s) { None } else { policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0) };
@@ -419,7 +421,7 @@ impl RawSync {
     ) -> Result<(), AcquireFailed> {
         let spin = Spin::new();
         while policy.barging() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin() {
-            match self.arrive(policy, arg, self.state.load(Relaxed)) {
+            match self.arrive(policy, arg) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),
                 TryAcquire::Failed => {}
