@@ -695,7 +695,11 @@ impl RawSync {
     }
 
     /// Creates, links and counts a node for the calling thread (inside a guard).
+    /// `arg` is at least 1: a request for nothing never waits (the semaphore
+    /// answers it without the core), and `wake_ahead` stops at a value that
+    /// covers nobody behind the first waiter.
     fn add_waiter(&self, arg: u32) -> *mut Node {
+        debug_assert!(arg > 0, "a request for nothing was queued");
         let node = Node::alloc(arg);
         self.enq(node);
         // Invariant 1 (P2): counted only after linking, by an RMW.
@@ -842,8 +846,11 @@ impl RawSync {
                 if barging {
                     self.disarm(h);
                 }
-                if released > 1 && !first.is_null() {
-                    self.wake_ahead(first, released, true);
+                // A barging release spends only what it released (arrivals
+                // may take the rest); a strict FIFO one wakes every waiter
+                // the available value covers (see `wake_ahead`).
+                if !first.is_null() && (released > 1 || (released > 0 && !barging)) {
+                    self.wake_ahead(first, barging.then_some(released));
                 }
             } else if ws == NONE {
                 #[cfg(not(aqs_mutant = "no_propagate"))]
@@ -890,7 +897,7 @@ impl RawSync {
                     first = unsafe { Node::get(first) }.next.load(Acquire);
                 }
                 if !first.is_null() {
-                    self.wake_ahead(first, released, false);
+                    self.wake_ahead(first, None);
                 }
             }
             // A barging release goes in only when it read the armed bit
@@ -955,33 +962,50 @@ impl RawSync {
     }
 
     /// Wakes, after `first` (the first live waiter), the further waiters that
-    /// a release of `released` units can serve, so that their wake-up
-    /// latencies overlap instead of adding up along the propagation chain.
+    /// the available value can serve, so that their wake-up latencies overlap
+    /// instead of adding up along the propagation chain.
     ///
-    /// Two budgets bound the walk. *Covered*: the value now available, less
-    /// the needs of every live waiter in front (all of them come first in
-    /// FIFO order). *Ours*: what this release returned, less `first`'s need
-    /// when `ours` (we just woke it); waiters whose wake flag is still set
-    /// were woken by an earlier release and are not charged to us.
+    /// *Covered* bounds the walk: the value now available, less the needs of
+    /// every live waiter in front (all of them come first in FIFO order).
+    /// Waiters whose wake flag is still set were woken earlier and have not
+    /// run yet; they are counted in front but not woken again.
     ///
-    /// Called by a multi-unit release that woke `first` itself, and by a
-    /// strict FIFO release of any size that found `first` already awake (a
-    /// single-unit release that woke `first` has nothing left to spend). These
-    /// wake-ups are an optimisation the protocol never relies on: each woken
-    /// waiter re-checks, spins briefly for its turn, and is woken again by
-    /// propagation if it parked meanwhile.
-    fn wake_ahead(&self, first: *mut Node, released: u32, ours: bool) {
+    /// A strict FIFO release (`budget` is `None`) wakes every waiter it
+    /// covers, whoever released the value: fair arrivals never take value
+    /// while others are queued, so a unit with no waiter woken for it would
+    /// sit idle until a later release or a propagation reached it. (An
+    /// earlier version woke only as many units as this release returned, and
+    /// charged them to any waiter with a clear flag. A waiter that had already
+    /// woken, consumed its flag and not yet taken its unit was charged too,
+    /// and the released unit then had nobody on the way: at 16 threads over 4
+    /// fair permits about 1.6 of the 4 permits sat in the word that way, and
+    /// the CPUs idled 30% of the time.) A barging release that woke `first`
+    /// itself passes what it released as `budget`: `first`'s need is charged
+    /// first, and it wakes no more than the rest, since arrivals may take any
+    /// value it leaves.
+    ///
+    /// Called by a release that woke `first` itself (barging: only when it
+    /// released more than one unit), and by a strict FIFO release that found
+    /// `first` already awake. These wake-ups are an optimisation the protocol
+    /// never relies on: each woken waiter re-checks, spins briefly for its
+    /// turn, and is woken again by propagation if it parked meanwhile.
+    fn wake_ahead(&self, first: *mut Node, budget: Option<u32>) {
         // SAFETY: `first` was loaded from a link inside our guard.
         let first = unsafe { Node::get(first) };
         let Some(mut covered) = value_of(self.state.load(Acquire)).checked_sub(first.need) else {
             return;
         };
-        let mut budget = released;
-        if ours {
-            let Some(left) = budget.checked_sub(first.need) else {
-                return;
-            };
-            budget = left;
+        let mut budget = match budget {
+            Some(released) => match released.checked_sub(first.need) {
+                Some(left) => Some(left),
+                None => return,
+            },
+            None => None,
+        };
+        // Nothing left for anyone behind `first` (every queued need is at
+        // least 1: see `add_waiter`).
+        if covered == 0 {
+            return;
         }
         let mut n = first.next.load(Acquire);
         while !n.is_null() {
@@ -994,9 +1018,11 @@ impl RawSync {
                 }
                 // A set flag: woken by an earlier release, not yet running.
                 if node.wake.load(Acquire) == 0 {
-                    match budget.checked_sub(node.need) {
-                        Some(left) => budget = left,
-                        None => return,
+                    if let Some(units) = budget {
+                        match units.checked_sub(node.need) {
+                            Some(left) => budget = Some(left),
+                            None => return,
+                        }
                     }
                     wake(n);
                 }
@@ -1336,6 +1362,46 @@ mod tests {
         }
     }
 
+    /// A strict FIFO counting policy (a fair semaphore's rules).
+    struct Fifo;
+
+    impl SharedPolicy for Fifo {
+        fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
+            if others_queued {
+                return None;
+            }
+            let left = value.checked_sub(arg)?;
+            Some(Acquired { value: left, propagate: left > 0 })
+        }
+        fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+            value.checked_add(arg).expect("overflow")
+        }
+        fn barging(&self) -> bool {
+            false
+        }
+        fn out_of_turn(&self) -> bool {
+            true
+        }
+        fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
+            let left = value.checked_sub(arg)?;
+            (left >= ahead).then_some(Acquired { value: left, propagate: left > 0 })
+        }
+    }
+
+    /// `n` nodes of need 1 linked and counted by the test thread, which
+    /// stands in for their owners (nobody parks on them, so a wake-up only
+    /// sets the node's flag, which the test can read).
+    fn queue_of(sync: &RawSync, n: usize) -> Vec<*mut Node> {
+        let _guard = sync.reclaim.enter();
+        (0..n).map(|_| sync.add_waiter(1)).collect()
+    }
+
+    /// Which of `nodes` have their wake flag set.
+    fn woken(nodes: &[*mut Node]) -> Vec<bool> {
+        // SAFETY: the nodes stay linked (unretired) until `sync` is dropped.
+        nodes.iter().map(|&n| unsafe { Node::get(n) }.wake.load(Acquire) != 0).collect()
+    }
+
     /// Bounded wait for a condition that another thread makes true.
     fn wait_until(what: &str, cond: impl Fn() -> bool) {
         for _ in 0..20_000 {
@@ -1483,6 +1549,49 @@ mod tests {
         }
         assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (0, 0));
         assert_eq!(sync.live_nodes(), 0);
+        settled(&sync);
+    }
+
+    /// A strict FIFO release wakes every waiter that the available value
+    /// covers, not only as many as it released. Here the first two waiters
+    /// have woken and cleared their flags but not yet taken their units (the
+    /// value holds 2 for them); a release of 1 that finds the first one awake
+    /// must wake the third. An earlier version charged its unit to the second
+    /// waiter (its flag was clear), and the unit then sat in the word with
+    /// nobody on the way to it: fair arrivals never take value from a queue.
+    #[test]
+    fn fifo_release_wakes_every_waiter_the_value_covers() {
+        let sync = RawSync::new(2);
+        let nodes = queue_of(&sync, 4);
+        sync.release_shared(&Fifo, 1);
+        assert_eq!(woken(&nodes), [false, true, true, false]);
+        assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (3, 4));
+        settled(&sync);
+    }
+
+    /// The same when the release consumes the head's `SIGNAL` and wakes the
+    /// first waiter itself: the value it finds covers two more (released
+    /// earlier, with nobody woken for them), so it wakes them too.
+    #[test]
+    fn fifo_release_through_signal_wakes_the_covered_waiters_behind_the_first() {
+        let sync = RawSync::new(2);
+        let nodes = queue_of(&sync, 4);
+        assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
+        sync.release_shared(&Fifo, 1);
+        assert_eq!(woken(&nodes), [true, true, true, false]);
+        settled(&sync);
+    }
+
+    /// A barging release that wakes the first waiter spends only what it
+    /// released: arrivals may take the rest of the value.
+    #[test]
+    fn barging_release_wakes_only_what_it_released() {
+        let sync = RawSync::new(2);
+        let nodes = queue_of(&sync, 4);
+        assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
+        sync.state.fetch_or(ARMED, AcqRel);
+        sync.release_shared(&Count, 2);
+        assert_eq!(woken(&nodes), [true, true, false, false]);
         settled(&sync);
     }
 
