@@ -1365,16 +1365,13 @@ mod tests {
     /// A strict FIFO counting policy (a fair semaphore's rules).
     struct Fifo;
 
+    /// `Count`'s arithmetic under FIFO rules.
     impl SharedPolicy for Fifo {
         fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
-            if others_queued {
-                return None;
-            }
-            let left = value.checked_sub(arg)?;
-            Some(Acquired { value: left, propagate: left > 0 })
+            (!others_queued).then(|| Count.try_acquire_shared(value, arg, false)).flatten()
         }
         fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-            value.checked_add(arg).expect("overflow")
+            Count.try_release_shared(value, arg)
         }
         fn barging(&self) -> bool {
             false
@@ -1383,8 +1380,7 @@ mod tests {
             true
         }
         fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
-            let left = value.checked_sub(arg)?;
-            (left >= ahead).then_some(Acquired { value: left, propagate: left > 0 })
+            Count.try_acquire_shared(value, arg, false).filter(|a| a.value >= ahead)
         }
     }
 
