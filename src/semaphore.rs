@@ -68,7 +68,10 @@ use crate::sync::{
 /// In both modes one release of `k` permits ([`add_permits`](Self::add_permits)
 /// or dropping a permit of `k`) wakes, in queue order, every queued waiter
 /// that `k` permits can satisfy, all at once, so their wake-up latencies
-/// overlap instead of adding up. Each takes its permits as soon as it runs,
+/// overlap instead of adding up. On a fair semaphore a release of any size
+/// wakes every waiter that *all* the available permits can satisfy after the
+/// needs of the waiters in front of it, so that no available permit waits
+/// without a waiter on its way to it. Each takes its permits as soon as it runs,
 /// even before the waiters in front of it have; on a fair semaphore only from
 /// what is left beyond the needs of every waiter still in front of it, so
 /// nobody is overtaken for permits it is waiting for.
