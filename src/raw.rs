@@ -995,12 +995,9 @@ impl RawSync {
         let Some(mut covered) = value_of(self.state.load(Acquire)).checked_sub(first.need) else {
             return;
         };
-        let mut budget = match budget {
-            Some(released) => match released.checked_sub(first.need) {
-                Some(left) => Some(left),
-                None => return,
-            },
-            None => None,
+        let mut budget = match budget.map(|released| released.checked_sub(first.need)) {
+            Some(None) => return, // `first` alone needs more than was released
+            budget => budget.flatten(),
         };
         // Nothing left for anyone behind `first` (every queued need is at
         // least 1: see `add_waiter`).
@@ -1392,9 +1389,26 @@ mod tests {
         (0..n).map(|_| sync.add_waiter(1)).collect()
     }
 
+    /// A core holding 2 units with four queued waiters (`queue_of`), its
+    /// head armed if `armed` (with the armed bit for a barging policy), after
+    /// one release of `n` under `policy`.
+    fn four_waiters_after_release<P: SharedPolicy>(policy: &P, armed: bool, n: u32) -> (RawSync, Vec<*mut Node>) {
+        let sync = RawSync::new(2);
+        let nodes = queue_of(&sync, 4);
+        if armed {
+            assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
+            if policy.barging() {
+                sync.state.fetch_or(ARMED, AcqRel);
+            }
+        }
+        sync.release_shared(policy, n);
+        (sync, nodes)
+    }
+
     /// Which of `nodes` have their wake flag set.
     fn woken(nodes: &[*mut Node]) -> Vec<bool> {
-        // SAFETY: the nodes stay linked (unretired) until `sync` is dropped.
+        // SAFETY: node invariant 3: the nodes stay linked, so nobody retires
+        // them, until their core is dropped.
         nodes.iter().map(|&n| unsafe { Node::get(n) }.wake.load(Acquire) != 0).collect()
     }
 
@@ -1557,9 +1571,7 @@ mod tests {
     /// nobody on the way to it: fair arrivals never take value from a queue.
     #[test]
     fn fifo_release_wakes_every_waiter_the_value_covers() {
-        let sync = RawSync::new(2);
-        let nodes = queue_of(&sync, 4);
-        sync.release_shared(&Fifo, 1);
+        let (sync, nodes) = four_waiters_after_release(&Fifo, false, 1);
         assert_eq!(woken(&nodes), [false, true, true, false]);
         assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (3, 4));
         settled(&sync);
@@ -1570,10 +1582,7 @@ mod tests {
     /// earlier, with nobody woken for them), so it wakes them too.
     #[test]
     fn fifo_release_through_signal_wakes_the_covered_waiters_behind_the_first() {
-        let sync = RawSync::new(2);
-        let nodes = queue_of(&sync, 4);
-        assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
-        sync.release_shared(&Fifo, 1);
+        let (sync, nodes) = four_waiters_after_release(&Fifo, true, 1);
         assert_eq!(woken(&nodes), [true, true, true, false]);
         settled(&sync);
     }
@@ -1582,11 +1591,7 @@ mod tests {
     /// released: arrivals may take the rest of the value.
     #[test]
     fn barging_release_wakes_only_what_it_released() {
-        let sync = RawSync::new(2);
-        let nodes = queue_of(&sync, 4);
-        assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
-        sync.state.fetch_or(ARMED, AcqRel);
-        sync.release_shared(&Count, 2);
+        let (sync, nodes) = four_waiters_after_release(&Count, true, 2);
         assert_eq!(woken(&nodes), [true, true, false, false]);
         settled(&sync);
     }
