@@ -12,6 +12,8 @@
 //! 2. `contended`: T in {2, 4, 16} threads over P in {1, 4} permits, each
 //!    looping acquire, critical section, release. Persistent workers run for a
 //!    time window; criterion gets time per pair (the report shows pairs/s).
+//!    Where threads do not outnumber the CPUs or the permits, a bare spinning
+//!    counter runs beside them as the contended floor (`SpinFloor`).
 //! 3. `handoff`: two threads ping-pong over two 0-permit semaphores; time per
 //!    round trip.
 //! 4. `batch_wake`: 8 threads parked on a 0-permit semaphore, one
@@ -214,6 +216,77 @@ macro_rules! fi_contender {
 
 fi_contender!(FiFair, "futures-intrusive-fair", true);
 fi_contender!(FiUnfair, "futures-intrusive-unfair", false);
+
+/// The contended floor: a bare counter that spins for a permit (a load, a
+/// CAS, and a `fetch_add` to return it), with no queue and no parking. It
+/// does the least that any semaphore must do (move the counter's cache line
+/// to the acquirer and back), so beside the others it shows how much of a
+/// contended pair is the semaphore and how much the hardware. Only a floor
+/// where nobody ever spins on a holder the scheduler has taken off its CPU:
+/// the contended group runs it only where threads do not outnumber the CPUs
+/// or the permits (`floor_applies`). Never a peer: the report keeps it out
+/// of the ratios.
+struct SpinFloor(AtomicUsize);
+
+/// A permit of [`SpinFloor`].
+struct SpinFloorPermit<'a> {
+    sem: &'a SpinFloor,
+    n: usize,
+}
+
+impl Drop for SpinFloorPermit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.sem.0.fetch_add(self.n, Release);
+    }
+}
+
+impl SpinFloor {
+    #[inline]
+    fn try_take(&self, n: usize) -> bool {
+        let mut v = self.0.load(Relaxed);
+        while v >= n {
+            match self.0.compare_exchange_weak(v, v - n, Acquire, Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => v = actual,
+            }
+        }
+        false
+    }
+
+    #[inline]
+    fn spin_for(&self, n: usize) -> SpinFloorPermit<'_> {
+        while !self.try_take(n) {
+            std::hint::spin_loop();
+        }
+        SpinFloorPermit { sem: self, n }
+    }
+}
+
+impl Contender for SpinFloor {
+    const NAME: &'static str = "spin-floor";
+    type Permit<'a> = SpinFloorPermit<'a>;
+
+    fn new(permits: usize) -> Self {
+        SpinFloor(AtomicUsize::new(permits))
+    }
+    #[inline]
+    fn acquire(&self) -> Self::Permit<'_> {
+        self.spin_for(1)
+    }
+    #[inline]
+    fn try_acquire(&self) -> Option<Self::Permit<'_>> {
+        self.try_take(1).then_some(SpinFloorPermit { sem: self, n: 1 })
+    }
+    #[inline]
+    fn acquire_many(&self, n: u32) -> Self::Permit<'_> {
+        self.spin_for(n as usize)
+    }
+    #[inline]
+    fn add_permits(&self, n: usize) {
+        self.0.fetch_add(n, Release);
+    }
+}
 
 /// The textbook blocking semaphore: a count under a mutex and a condition
 /// variable. It counts waiters so that a release nobody waits for makes no
@@ -583,6 +656,14 @@ impl<S: Contender> Drop for Pool<S> {
             w.join().expect("worker panicked");
         }
     }
+}
+
+/// Whether [`SpinFloor`] is a floor at this point: no thread ever spins while
+/// the permit it waits for is held by a thread without a CPU, because every
+/// thread has a CPU or a permit of its own.
+fn floor_applies(threads: usize, permits: usize) -> bool {
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    threads <= cpus || threads <= permits
 }
 
 fn contended<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize, permits: usize) {
@@ -993,6 +1074,9 @@ fn main() {
         g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
         for (threads, permits) in CONTENDED {
             each_contender!(contended(&mut g, threads, permits));
+            if floor_applies(threads, permits) {
+                contended::<SpinFloor>(&mut g, threads, permits);
+            }
         }
         g.finish();
     }

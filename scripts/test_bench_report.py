@@ -125,6 +125,39 @@ class Marks(unittest.TestCase):
         self.assertEqual(d.cell("contended", "t4_p4", "aqs-fair", lambda ns: 1e3 / ns), "20.0")
 
 
+class SpinFloor(unittest.TestCase):
+    def data(self):
+        return br.Data(
+            {
+                ("contended", "t2_p4", "aqs-nonfair"): rec(75.0),
+                ("contended", "t2_p4", "std-condvar"): rec(90.0),
+                ("contended", "t2_p4", "tokio"): rec(100.0),
+                ("contended", "t2_p4", "spin-floor"): rec(50.0),
+                ("contended", "t16_p4", "aqs-nonfair"): rec(70.0),
+                ("contended", "t16_p4", "tokio"): rec(140.0),
+            },
+            br.Sentinels("", [], set(), 10, ""),
+        )
+
+    def test_the_floor_is_never_the_best_peer(self):
+        self.assertEqual(self.data().best_peer("contended", "t2_p4"), "std-condvar")
+
+    def test_the_goal_shows_the_floor_against_the_same_peer_where_it_ran(self):
+        table = br.targets(self.data())
+        self.assertIn("T=2 P=4: 1.20× best Rust peer (std-condvar) ✗, floor 1.80× best Rust peer (std-condvar)", table)
+        self.assertIn("T=16 P=4: 2.00× best Rust peer (tokio) |", table)
+        self.assertEqual(table.count("floor"), 1)
+
+    def test_the_floor_has_its_own_row_blank_where_it_did_not_run(self):
+        tokio, _ = br.table_contended(self.data())
+        row = next(line for line in tokio.splitlines() if line.startswith("| floor"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        self.assertEqual(cells[0], "floor: bare spinning counter")
+        self.assertEqual(cells[1 + br.CONTENDED.index((2, 4))], "20.0 (2.00)")
+        self.assertEqual(cells[1 + br.CONTENDED.index((16, 4))], "")
+        self.assertFalse(any(line.startswith("| spin-floor") for line in tokio.splitlines()))
+
+
 class LoadJdk(unittest.TestCase):
     def test_results_sentinels_and_watch_lines(self):
         lines = [
