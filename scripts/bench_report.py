@@ -51,14 +51,6 @@ RUST_PEERS = [
 ]
 REF = "tokio"
 JDK_REF = "jdk-nonfair"
-# The contended floor (`SpinFloor` in benches/semaphore.rs): a bare atomic
-# counter, a floor only where threads do not outnumber permits (nobody
-# waits), and shown only there. Beside the contenders, never a peer.
-SPIN_FLOOR = "spin-floor"
-
-
-def floor_applies(t, p):
-    return t <= p
 NOISY = 0.25  # `~` when (max - min) / median of the samples exceeds this
 # A sentinel (benches/semaphore.rs, benches/jdk/SemaphoreBench.java) found the
 # machine unlike the rest of the run (both suites, one median) when either of
@@ -74,6 +66,14 @@ UNCONTENDED = [
     ("acquire_many4_release", "acquire_many(4)+release"),
 ]
 CONTENDED = [(2, 1), (4, 1), (16, 1), (2, 4), (4, 4), (16, 4)]
+# The contended floor (`SpinFloor` in benches/semaphore.rs): a bare atomic
+# counter, a floor only where threads do not outnumber permits (nobody
+# waits), and shown only there. Beside the contenders, never a peer.
+SPIN_FLOOR = "spin-floor"
+
+
+def floor_applies(t, p):
+    return t <= p
 
 
 def cbench(t, p):
