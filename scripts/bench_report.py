@@ -495,7 +495,20 @@ SERIES = [
     ("best-rust", "best Rust peer (named)", "#8c8c8c"),
     ("jdk-nonfair", "JDK nonfair", "#c0392b"),
     ("jdk-fair", "JDK fair", "#f0a39a"),
+    ("floor", "floor (bare atomics)", "#2e8b57"),
 ]
+
+
+def floor_ns(data, group, bench):
+    """The floor beside a category, where there is one: the bare atomic pair
+    for the uncontended ones, the bare counter where no contended thread
+    waits."""
+    if group == "uncontended":
+        return data.ns("uncontended", "atomic_pair", "floor")
+    if group == "contended":
+        t, p = (int(x) for x in re.fullmatch(r"t(\d+)_p(\d+)", bench).groups())
+        return data.ns("contended", bench, SPIN_FLOOR) if floor_applies(t, p) else None
+    return None
 
 
 def esc(s):
@@ -513,6 +526,9 @@ def svg_chart(data, subtitle):
                 peer = data.best_peer(group, bench)
                 r = data.ratio(group, bench, peer, REF) if peer else None
                 bars.append((sid, r, peer))
+            elif sid == "floor":
+                f = floor_ns(data, group, bench)
+                bars.append((sid, data.ns(group, bench, REF) / f if f else None, None))
             else:
                 bars.append((sid, data.ratio(group, bench, sid, REF), None))
         rows.append((label, bars))

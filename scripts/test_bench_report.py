@@ -5,6 +5,7 @@ only; run with `python3 scripts/test_bench_report.py` (CI's "bench tools"
 step does)."""
 
 import json
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -139,6 +140,7 @@ class SpinFloor(unittest.TestCase):
                 ("contended", "t2_p1", "aqs-nonfair"): rec(75.0),
                 ("contended", "t2_p1", "parking_lot-condvar"): rec(110.0),
                 ("contended", "t2_p1", "spin-floor"): rec(98.0),
+                ("contended", "t2_p1", "tokio"): rec(1000.0),
             },
             br.Sentinels("", [], set(), 10, ""),
         )
@@ -161,6 +163,12 @@ class SpinFloor(unittest.TestCase):
         self.assertEqual(cells[1 + br.CONTENDED.index((16, 4))], "")
         self.assertEqual(cells[1 + br.CONTENDED.index((2, 1))], "")
         self.assertFalse(any(line.startswith("| spin-floor") for line in tokio.splitlines()))
+
+
+    def test_the_chart_has_a_floor_bar_only_where_the_floor_applies(self):
+        svg = br.svg_chart(self.data(), "")
+        bars = re.findall(r"<title>floor: ([^<]*)</title>", svg)
+        self.assertEqual(bars, ["2.00"])  # T=2 P=4 only: T=2 P=1 had one, but it is no floor there
 
 
 class LoadJdk(unittest.TestCase):
