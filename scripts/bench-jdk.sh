@@ -2,7 +2,9 @@
 # The JDK anchor for the benchmarks: compiles benches/jdk/SemaphoreBench.java
 # into $CARGO_TARGET_DIR/jdk-classes and runs it over
 # java.util.concurrent.Semaphore (fair and nonfair), writing JSON lines to
-# $CARGO_TARGET_DIR/aqs-bench/jdk.jsonl for scripts/bench-report.sh.
+# $CARGO_TARGET_DIR/aqs-bench/jdk.jsonl for scripts/bench-report.sh
+# ($AQS_JDK_OUT instead, when set: `bench-report.sh --run` writes its pass
+# before the Rust suite to jdk-before.jsonl).
 #
 # CARGO_TARGET_DIR defaults to target/bench, like scripts/bench-report.sh.
 # AQS_BENCH_QUICK=1 gives the short run, as for `cargo bench`.
@@ -12,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 target=${CARGO_TARGET_DIR:-target/bench}
 classes="${target}/jdk-classes"
-out="${target}/aqs-bench/jdk.jsonl"
+out="${AQS_JDK_OUT:-${target}/aqs-bench/jdk.jsonl}"
 
 if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
   echo "SKIPPED: java not installed (need java and javac on PATH)"

@@ -5,7 +5,10 @@
 # <!-- bench:start --> and <!-- bench:end --> (if those markers exist).
 #
 #   scripts/bench-report.sh          report from the results already there
-#   scripts/bench-report.sh --run    run the Rust suite and the JDK anchor first
+#   scripts/bench-report.sh --run    run the JDK anchor, the Rust suite and the
+#                                    JDK anchor again first (the report pools the
+#                                    two JDK passes, so that the host's drift over
+#                                    the run does not fall on one side only)
 #   AQS_BENCH_QUICK=1 scripts/bench-report.sh --run    the same, quick (a few minutes)
 #   AQS_BENCH_ROUND_TRIP=52 ... --run    judge the machine watch's looks against a
 #                                        52 ns round trip (benches/semaphore/watch.rs)
@@ -23,6 +26,7 @@ target_set=${CARGO_TARGET_DIR:+yes}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/bench}
 aqs_dir="${CARGO_TARGET_DIR}/aqs-bench"
 jdk_file="${aqs_dir}/jdk.jsonl"
+jdk_before="${aqs_dir}/jdk-before.jsonl"
 
 run=false
 readme=README.md
@@ -31,7 +35,7 @@ for arg in "$@"; do
     --run) run=true ;;
     --no-readme) readme=/dev/null/none ;;
     -h | --help)
-      sed -n '2,18p' "$0"
+      sed -n '2,21p' "$0"
       exit 0
       ;;
     *)
@@ -72,7 +76,10 @@ if ${run}; then
   : >"${steps_file}"
   echo "${AQS_BENCH_QUICK:+AQS_BENCH_QUICK=${AQS_BENCH_QUICK} }${AQS_BENCH_ROUND_TRIP:+AQS_BENCH_ROUND_TRIP=${AQS_BENCH_ROUND_TRIP} }${AQS_BENCH_PATIENCE:+AQS_BENCH_PATIENCE=${AQS_BENCH_PATIENCE} }CARGO_TARGET_DIR=${CARGO_TARGET_DIR} scripts/bench-report.sh --run" \
     >"${aqs_dir}/run-command.txt"
+  rm -f "${jdk_before}"
+  step "scripts/bench-jdk.sh (before)" env AQS_JDK_OUT="${jdk_before}" bash scripts/bench-jdk.sh
   step "cargo bench --bench semaphore" cargo bench --bench semaphore
-  step "scripts/bench-jdk.sh" bash scripts/bench-jdk.sh
+  step "scripts/bench-jdk.sh (after)" bash scripts/bench-jdk.sh
 fi
-step "report" python3 scripts/bench_report.py --target "${report_target}" --jdk "${jdk_file}" --readme "${readme}"
+step "report" python3 scripts/bench_report.py --target "${report_target}" --jdk "${jdk_file}" \
+  --jdk-before "${jdk_before}" --readme "${readme}"

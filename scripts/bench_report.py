@@ -156,8 +156,35 @@ def load_jdk(path):
                 "ns": ns,
                 "min": rec.get("min_ns", ns),
                 "max": rec.get("max_ns", ns),
+                "samples": rec.get("samples_ns"),
             }
     return results, fairness, meta, sentinel_list, watch
+
+
+def brackets(before_meta, rust_run, after_meta):
+    """Whether a JDK pass ended before the Rust run started and the other
+    started after it ended (`bench-report.sh --run`), both in its mode; a
+    pass left from another run must not be pooled with this one."""
+    if not (before_meta and rust_run and after_meta):
+        return False
+    return (
+        before_meta["ended_unix"] <= rust_run["started_unix"] + 5
+        and after_meta["started_unix"] >= rust_run["ended_unix"] - 5
+        and before_meta.get("quick") == after_meta.get("quick") == rust_run.get("quick")
+    )
+
+
+def pool(before, after):
+    """Each JDK cell over both passes: the median, min and max of the two
+    passes' samples together (a cell without samples keeps the pass after)."""
+    out = dict(before)
+    for key, rec in after.items():
+        b = before.get(key)
+        if b and b.get("samples") and rec.get("samples"):
+            xs = sorted(b["samples"] + rec["samples"])
+            rec = {"ns": xs[len(xs) // 2], "min": xs[0], "max": xs[-1], "samples": xs}
+        out[key] = rec
+    return out
 
 
 # ------------------------------------------------------------- formatting
@@ -188,12 +215,13 @@ class Sentinels(NamedTuple):
     watch: str  # what the watches did (samples measured again, waiting), or ""
 
 
-def sentinels(rust_run, jdk_sentinels=(), jdk_watch=None):
-    """The run's sentinels, Rust suite then JDK suite (the order they were
-    taken in, one machine and one median for both), or None when fewer than
-    three were taken."""
+def sentinels(rust_run, jdk_sentinels=(), jdk_watch=None, before=((), None)):
+    """The run's sentinels in the order they were taken (the JDK's pass
+    before the Rust suite, if any, then the Rust suite, then the JDK's pass
+    after it; one machine and one median for all), or None when fewer than
+    three were taken. `before` is that first pass's (sentinels, watch)."""
     rust = (rust_run or {}).get("sentinels") or []
-    xs = rust + list(jdk_sentinels)
+    xs = list(before[0]) + rust + list(jdk_sentinels)
     if len(xs) < 3:
         return None
     # The round trip is null on a one-CPU machine.
@@ -229,7 +257,12 @@ def sentinels(rust_run, jdk_sentinels=(), jdk_watch=None):
     ]
     suites = f" ({len(rust)} Rust, {len(xs) - len(rust)} JDK)" if len(rust) < len(xs) else ""
     text = f"{len(xs)} taken{suites}; " + "; ".join(parts) + f"; {len(bad)} off the median by more than {SENTINEL_OFF}x"
-    watches = [(name, w) for name, w in (("Rust", (rust_run or {}).get("watch")), ("JDK", jdk_watch)) if w]
+    passes = (
+        ("JDK before", before[1]),
+        ("Rust", (rust_run or {}).get("watch")),
+        ("JDK after" if before[1] else "JDK", jdk_watch),
+    )
+    watches = [(name, w) for name, w in passes if w]
     watch = "; ".join(
         f"{name}: {w['redone']} sample(s) measured again, {w['waits']} wait(s) for {w['waited_s']:.0f} s"
         f" ({w['gave_up']} ran out; patience {w['patience_s']} s, one wait at most {w['wait_max_s']} s"
@@ -356,6 +389,21 @@ def table_contended(data):
         a.append("| " + " | ".join(cells) + " |")
         j.append("| " + " | ".join(jcells) + " |")
     return "\n".join(a), "\n".join(j)
+
+
+def table_jdk_passes(before, after):
+    """The JDK's contended medians in each pass (M pairs/s), to show how far
+    the host moved between them."""
+    head = ["JDK pass"] + [f"T={t} P={p}" for t, p in CONTENDED]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * len(CONTENDED) + "|"]
+    for c in ("jdk-nonfair", "jdk-fair"):
+        for name, res in (("before", before), ("after", after)):
+            cells = [f"{LABEL[c]}, {name}"]
+            for t, p in CONTENDED:
+                rec = res.get(("contended", cbench(t, p), c))
+                cells.append(sig(1e3 / rec["ns"]) if rec else "n/a")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def table_single(data, group, bench, unit, scale):
@@ -657,6 +705,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", default=os.environ.get("CARGO_TARGET_DIR", "target/bench"))
     ap.add_argument("--jdk", help="JSON lines of SemaphoreBench.java (default: TARGET/aqs-bench/jdk.jsonl)")
+    ap.add_argument(
+        "--jdk-before",
+        help="its pass before the Rust suite, pooled with --jdk when the two bracket the Rust run "
+        "(default: TARGET/aqs-bench/jdk-before.jsonl)",
+    )
     ap.add_argument("--md", default="docs/bench-results.md")
     ap.add_argument("--svg", default="docs/bench.svg")
     ap.add_argument("--readme", default="README.md")
@@ -673,8 +726,16 @@ def main():
         sys.exit(f"no criterion results under {target}/criterion: run `cargo bench --bench semaphore` first")
     if not jdk_results:
         warnings.append("no JDK results (scripts/bench-jdk.sh not run, or java not installed): JDK columns are n/a.")
+    before_path = Path(args.jdk_before) if args.jdk_before else aqs_dir / "jdk-before.jsonl"
+    b_results, _, b_meta, b_sentinels, b_watch = load_jdk(before_path)
+    pooled = bool(b_results) and brackets(b_meta, rust_run, jdk_meta)
+    passes = table_jdk_passes(b_results, jdk_results) if pooled else None
+    if pooled:
+        jdk_results = pool(b_results, jdk_results)
+    elif b_results:
+        warnings.append(f"{before_path} is not this run's pass before the Rust suite: left out.")
     results.update(jdk_results)
-    sent = sentinels(rust_run, jdk_sentinels, jdk_watch)
+    sent = sentinels(rust_run, jdk_sentinels, jdk_watch, (b_sentinels, b_watch) if pooled else ((), None))
     data = Data(results, sent)
     fairness = load_json(aqs_dir / "fairness.json")
     rust_fair = fairness["results"] if fairness else []
@@ -731,8 +792,11 @@ def main():
     loads = []
     if rust_run:
         loads.append(f"Rust suite: {rust_run['loadavg_start']} at start, {rust_run['loadavg_end']} at end")
+    if pooled:
+        loads.insert(0, f"JDK before: {b_meta['loadavg_start']} at start, {b_meta['loadavg_end']} at end")
     if jdk_meta:
-        loads.append(f"JDK: {jdk_meta['loadavg_start']} at start, {jdk_meta['loadavg_end']} at end")
+        name = "JDK after" if pooled else "JDK"
+        loads.append(f"{name}: {jdk_meta['loadavg_start']} at start, {jdk_meta['loadavg_end']} at end")
     subtitle = (
         f"{date}; {mode.replace('`', '')} mode; {m['nproc']} CPUs ({m['cpu']}); {m['rustc']}; "
         + (f"load {rust_run['loadavg_start']} → {rust_run['loadavg_end']}" if rust_run else "")
@@ -785,6 +849,15 @@ def main():
         f"median by more than {SENTINEL_OFF}x (see above). FIFO semaphores",
         "(tokio, futures-intrusive fair, aqs fair, JDK fair) hand each permit to a parked thread when",
         "threads outnumber permits, so compare fair with fair and nonfair with nonfair.",
+        *(
+            [
+                "The JDK's suite ran twice, before and after the Rust suite: each JDK cell is the median of",
+                "both passes' samples together, so that the host's drift over the run falls on both sides",
+                "(its fairness rows are from the pass after).",
+            ]
+            if pooled
+            else []
+        ),
         "",
     ]
     if warnings:
@@ -813,6 +886,16 @@ def main():
         "",
         cont_jdk,
         "",
+        *(
+            [
+                "The JDK's two passes, each on its own (M pairs/s; the tables above pool their samples):",
+                "",
+                passes,
+                "",
+            ]
+            if passes
+            else []
+        ),
         "## 3. Hand-off (two threads ping-pong over two 0-permit semaphores)",
         "",
         hand,

@@ -164,7 +164,6 @@ class SpinFloor(unittest.TestCase):
         self.assertEqual(cells[1 + br.CONTENDED.index((2, 1))], "")
         self.assertFalse(any(line.startswith("| spin-floor") for line in tokio.splitlines()))
 
-
     def test_the_chart_has_a_floor_bar_only_where_the_floor_applies(self):
         svg = br.svg_chart(self.data(), "")
         bars = re.findall(r"<title>floor: ([^<]*)</title>", svg)
@@ -185,7 +184,9 @@ class LoadJdk(unittest.TestCase):
             p = Path(d) / "jdk.jsonl"
             p.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
             results, fairness, meta, sentinel_list, watch = br.load_jdk(p)
-        self.assertEqual(results[("contended", "t4_p4", "jdk-fair")], {"ns": 60.0, "min": 55.0, "max": 70.0})
+        self.assertEqual(
+            results[("contended", "t4_p4", "jdk-fair")], {"ns": 60.0, "min": 55.0, "max": 70.0, "samples": None}
+        )
         self.assertEqual([x["at"] for x in sentinel_list], ["jdk-start"])
         self.assertEqual(watch["patience_s"], 900)
         self.assertEqual(meta, {"group": "meta", "quick": False})
@@ -193,6 +194,55 @@ class LoadJdk(unittest.TestCase):
 
     def test_a_missing_file_loads_nothing(self):
         self.assertEqual(br.load_jdk(Path("/nonexistent/jdk.jsonl")), ({}, [], None, [], None))
+
+
+class TwoJdkPasses(unittest.TestCase):
+    RUST = {"started_unix": 1000, "ended_unix": 2000, "quick": False}
+
+    def test_only_passes_around_this_run_are_pooled(self):
+        before, after = {"ended_unix": 990, "quick": False}, {"started_unix": 2003, "quick": False}
+        self.assertTrue(br.brackets(before, self.RUST, after))
+        self.assertFalse(br.brackets({"ended_unix": 1500, "quick": False}, self.RUST, after))  # an older run's
+        self.assertFalse(br.brackets(before, self.RUST, {"started_unix": 1500, "quick": False}))
+        self.assertFalse(br.brackets({"ended_unix": 990, "quick": True}, self.RUST, after))  # another mode
+        self.assertFalse(br.brackets(None, self.RUST, after))
+
+    def test_cells_pool_both_passes_samples(self):
+        key, other = ("contended", "t4_p4", "jdk-fair"), ("handoff", "round_trip", "jdk-fair")
+        before = {key: {"ns": 50.0, "min": 40.0, "max": 60.0, "samples": [40.0, 50.0, 60.0]}}
+        after = {
+            key: {"ns": 80.0, "min": 70.0, "max": 90.0, "samples": [70.0, 80.0, 90.0]},
+            other: {"ns": 5.0, "min": 5.0, "max": 5.0, "samples": None},
+        }
+        pooled = br.pool(before, after)
+        self.assertEqual(pooled[key]["ns"], 70.0)  # element len/2 of the six, as for every median here
+        self.assertEqual((pooled[key]["min"], pooled[key]["max"]), (40.0, 90.0))
+        self.assertEqual(pooled[other]["ns"], 5.0)
+
+    def test_each_pass_has_its_row(self):
+        key = ("contended", "t2_p4", "jdk-nonfair")
+        table = br.table_jdk_passes({key: {"ns": 50.0}}, {key: {"ns": 80.0}})
+        rows = {line.split("|")[1].strip(): line for line in table.splitlines()[2:]}
+        at = 2 + br.CONTENDED.index((2, 4))
+        self.assertEqual(rows["JDK Semaphore nonfair, before"].split("|")[at].strip(), "20.0")
+        self.assertEqual(rows["JDK Semaphore nonfair, after"].split("|")[at].strip(), "12.5")
+        self.assertEqual(rows["JDK Semaphore fair, after"].split("|")[at].strip(), "n/a")
+
+    def test_sentinels_run_in_the_order_taken_and_each_watch_is_named(self):
+        def look(at, rt):
+            return {"at": at, "cs_ns": 80.0, "round_trip_ns": rt, "after_sample": False}
+
+        watch = {"redone": 1, "waits": 0, "waited_s": 0.0, "gave_up": 0, "patience_s": 900, "wait_max_s": 150}
+        rust = {"sentinels": [look("start", 75.0), look("contended/t2_p4/aqs-fair", 75.0)], "watch": watch}
+        # The pass before ends with a look at its last cell; the first Rust look, off, answers for it.
+        before = [look("jdk-start", 75.0), look("contended/t2_p4/jdk-fair", 75.0)]
+        rust["sentinels"][0]["round_trip_ns"] = 450.0
+        s = br.sentinels(rust, [look("jdk-start", 75.0)], watch, (before, watch))
+        self.assertEqual(s.taken, 5)
+        self.assertEqual(s.cells, {("contended", "t2_p4", "jdk-fair")})
+        self.assertIn("JDK before: 1 sample(s)", s.watch)
+        self.assertIn("JDK after: 1 sample(s)", s.watch)
+        self.assertLess(s.watch.index("JDK before"), s.watch.index("Rust"))
 
 
 if __name__ == "__main__":

@@ -840,15 +840,23 @@ public final class SemaphoreBench {
         emit(group, bench, name(fair), samples);
     }
 
-    /** One JSON line: the median of the samples (ns per operation), their min and max. */
+    /**
+     * One JSON line: the median of the samples (ns per operation), their min
+     * and max, and the samples themselves (the report pools them over the
+     * passes before and after the Rust suite).
+     */
     static void emit(String group, String bench, String contender, double[] samples) {
         double ns = median(samples);
         double min = Arrays.stream(samples).min().orElse(ns);
         double max = Arrays.stream(samples).max().orElse(ns);
+        StringBuilder each = new StringBuilder();
+        for (double x : samples) {
+            each.append(each.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.6g", x));
+        }
         System.out.printf(Locale.ROOT, "%s/%s/%-12s %12.2f ns%n", group, bench, contender, ns);
         out.printf(Locale.ROOT, "{\"group\": \"%s\", \"bench\": \"%s\", \"contender\": \"%s\", \"ns\": %.6g, "
-                + "\"min_ns\": %.6g, \"max_ns\": %.6g, \"samples\": %d}%n",
-                group, bench, contender, ns, min, max, samples.length);
+                + "\"min_ns\": %.6g, \"max_ns\": %.6g, \"samples\": %d, \"samples_ns\": [%s]}%n",
+                group, bench, contender, ns, min, max, samples.length, each);
         out.flush();
     }
 
