@@ -161,15 +161,22 @@ def load_jdk(path):
     return results, fairness, meta, sentinel_list, watch
 
 
+# The most time between a JDK pass and the Rust run it brackets (the Rust
+# suite may have to be built in between).
+BRACKET_GAP_S = 900
+
+
 def brackets(before_meta, rust_run, after_meta):
-    """Whether a JDK pass ended before the Rust run started and the other
-    started after it ended (`bench-report.sh --run`), both in its mode; a
-    pass left from another run must not be pooled with this one."""
+    """Whether a JDK pass ended just before the Rust run started and the
+    other started just after it ended (`bench-report.sh --run`), both in its
+    mode; a pass left from another run must not be pooled with this one."""
     if not (before_meta and rust_run and after_meta):
         return False
+    gap_before = rust_run["started_unix"] - before_meta["ended_unix"]
+    gap_after = after_meta["started_unix"] - rust_run["ended_unix"]
     return (
-        before_meta["ended_unix"] <= rust_run["started_unix"] + 5
-        and after_meta["started_unix"] >= rust_run["ended_unix"] - 5
+        -5 <= gap_before <= BRACKET_GAP_S
+        and -5 <= gap_after <= BRACKET_GAP_S
         and before_meta.get("quick") == after_meta.get("quick") == rust_run.get("quick")
     )
 

@@ -206,6 +206,9 @@ class TwoJdkPasses(unittest.TestCase):
         self.assertFalse(br.brackets(before, self.RUST, {"started_unix": 1500, "quick": False}))
         self.assertFalse(br.brackets({"ended_unix": 990, "quick": True}, self.RUST, after))  # another mode
         self.assertFalse(br.brackets(None, self.RUST, after))
+        # a pass before left from a run hours earlier, next to a new pass after
+        self.assertFalse(br.brackets({"ended_unix": 1000 - 3600, "quick": False}, self.RUST, after))
+        self.assertFalse(br.brackets(before, self.RUST, {"started_unix": 2000 + 3600, "quick": False}))
 
     def test_cells_pool_both_passes_samples(self):
         key, other = ("contended", "t4_p4", "jdk-fair"), ("handoff", "round_trip", "jdk-fair")
