@@ -326,6 +326,18 @@ class Data:
         return best[0] if best else None
 
 
+def floor_ns(data, group, bench):
+    """The floor beside a category, where there is one: the bare atomic pair
+    for the uncontended ones, the bare counter where no contended thread
+    waits."""
+    if group == "uncontended":
+        return data.ns("uncontended", "atomic_pair", "floor")
+    if group == "contended":
+        t, p = (int(x) for x in re.fullmatch(r"t(\d+)_p(\d+)", bench).groups())
+        return data.ns("contended", bench, SPIN_FLOOR) if floor_applies(t, p) else None
+    return None
+
+
 def ratio_cell(x):
     return sig(x) if x is not None else "n/a"
 
@@ -366,35 +378,35 @@ def table_uncontended(data):
 
 
 def table_contended(data):
+    """Pairs/s (×tokio) and ×JDK nonfair per contender, then the floor's row
+    where it has one (blank elsewhere)."""
     keys = [("contended", cbench(t, p)) for t, p in CONTENDED]
-    rows = present(data, [c for c, _ in CONTENDERS], keys)
     head = ["contender"] + [f"T={t} P={p}" for t, p in CONTENDED]
     sep = "|---" + "|---:" * len(CONTENDED) + "|"
     a = ["| " + " | ".join(head) + " |", sep]
     j = ["| " + " | ".join(head) + " |", sep]
-    for c in rows:
-        cells, jcells = [LABEL[c]], [LABEL[c]]
+
+    def row(label, c, shown):
+        cells, jcells = [label], [label]
         for t, p in CONTENDED:
             b = cbench(t, p)
+            if not shown(b):
+                cells.append("")
+                jcells.append("")
+                continue
             r = data.ratio("contended", b, c, REF)
             cells.append(f"{data.cell('contended', b, c, lambda ns: 1e3 / ns)} ({ratio_cell(r)})")
             jcells.append(ratio_cell(data.ratio("contended", b, c, JDK_REF)))
         a.append("| " + " | ".join(cells) + " |")
         j.append("| " + " | ".join(jcells) + " |")
-    floor_at = [floor_applies(t, p) and data.get("contended", cbench(t, p), SPIN_FLOOR) for t, p in CONTENDED]
-    if any(floor_at):
-        cells, jcells = ["floor: bare atomic counter"], ["floor: bare atomic counter"]
-        for (t, p), there in zip(CONTENDED, floor_at):
-            b = cbench(t, p)
-            if there:
-                r = data.ratio("contended", b, SPIN_FLOOR, REF)
-                cells.append(f"{data.cell('contended', b, SPIN_FLOOR, lambda ns: 1e3 / ns)} ({ratio_cell(r)})")
-                jcells.append(ratio_cell(data.ratio("contended", b, SPIN_FLOOR, JDK_REF)))
-            else:
-                cells.append("")
-                jcells.append("")
-        a.append("| " + " | ".join(cells) + " |")
-        j.append("| " + " | ".join(jcells) + " |")
+
+    for c in present(data, [c for c, _ in CONTENDERS], keys):
+        row(LABEL[c], c, lambda b: True)
+    def has_floor(b):
+        return floor_ns(data, "contended", b) is not None
+
+    if any(has_floor(b) for _, b in keys):
+        row("floor: bare atomic counter", SPIN_FLOOR, has_floor)
     return "\n".join(a), "\n".join(j)
 
 
@@ -487,8 +499,9 @@ def targets(data):
                     parts.append(f"{sig(r)}{mark}× {name}" + ("" if r >= need else " ✗"))
                     # Where the floor ran, say how far it got against the same
                     # reference: a factor it does not reach is out of reach.
-                    fr = data.ratio("contended", b, SPIN_FLOOR, ref_c) if ref == "best-rust" and floor_applies(t, p) else None
-                    if fr is not None:
+                    f = floor_ns(data, "contended", b) if ref == "best-rust" else None
+                    if f is not None:
+                        fr = data.ns("contended", b, ref_c) / f
                         parts.append(f"floor {sig(fr)}{data.mark('contended', b, SPIN_FLOOR, ref_c)}× {name}")
             if parts:
                 details.append(f"T={t} P={p}: " + ", ".join(parts))
@@ -552,18 +565,6 @@ SERIES = [
     ("jdk-fair", "JDK fair", "#f0a39a"),
     ("floor", "floor (bare atomics)", "#2e8b57"),
 ]
-
-
-def floor_ns(data, group, bench):
-    """The floor beside a category, where there is one: the bare atomic pair
-    for the uncontended ones, the bare counter where no contended thread
-    waits."""
-    if group == "uncontended":
-        return data.ns("uncontended", "atomic_pair", "floor")
-    if group == "contended":
-        t, p = (int(x) for x in re.fullmatch(r"t(\d+)_p(\d+)", bench).groups())
-        return data.ns("contended", bench, SPIN_FLOOR) if floor_applies(t, p) else None
-    return None
 
 
 def esc(s):
