@@ -402,6 +402,7 @@ def table_contended(data):
 
     for c in present(data, [c for c, _ in CONTENDERS], keys):
         row(LABEL[c], c, lambda b: True)
+
     def has_floor(b):
         return floor_ns(data, "contended", b) is not None
 
