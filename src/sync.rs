@@ -118,6 +118,77 @@ impl Spin {
     }
 }
 
+/// Yielding instead of parking, for a bounded time from the start of a wait.
+///
+/// On std the window is a span of wall-clock time that opens at the first
+/// [`YieldWindow::yield_now`] and closes `length` later. Under loom, where
+/// time does not pass, it holds exactly one yield: the model then explores a
+/// waiter that gives its CPU away once and re-checks, as well as one that
+/// parks, without multiplying the state space by a count of rounds.
+#[derive(Debug)]
+pub(crate) struct YieldWindow {
+    #[cfg(not(loom))]
+    length: std::time::Duration,
+    /// When the window opened (`None`: not yet).
+    #[cfg(not(loom))]
+    opened: Option<Instant>,
+    /// Whether the one yield of a loom window is spent.
+    #[cfg(loom)]
+    spent: bool,
+}
+
+impl YieldWindow {
+    /// A closed-until-first-use window of `length`.
+    #[inline]
+    pub(crate) fn new(length: std::time::Duration) -> Self {
+        #[cfg(not(loom))]
+        {
+            YieldWindow { length, opened: None }
+        }
+        #[cfg(loom)]
+        {
+            let _ = length;
+            YieldWindow { spent: false }
+        }
+    }
+
+    /// Yields the CPU once and returns `true` if the window is open (opening
+    /// it on first use); returns `false` without yielding once it has closed.
+    #[inline]
+    pub(crate) fn yield_now(&mut self) -> bool {
+        #[cfg(not(loom))]
+        {
+            let now = Instant::now();
+            let opened = *self.opened.get_or_insert(now);
+            if now.duration_since(opened) >= self.length {
+                return false;
+            }
+        }
+        #[cfg(loom)]
+        {
+            if self.spent {
+                return false;
+            }
+            self.spent = true;
+        }
+        yield_now();
+        true
+    }
+
+    /// Closes the window's current span: the next use opens a new one.
+    #[inline]
+    pub(crate) fn reset(&mut self) {
+        #[cfg(not(loom))]
+        {
+            self.opened = None;
+        }
+        #[cfg(loom)]
+        {
+            self.spent = false;
+        }
+    }
+}
+
 /// An `UnsafeCell` with loom's closure-based API on both back ends.
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;

@@ -203,7 +203,10 @@ fn add_permits_wakes_two_waiters() {
 /// In fair mode the woken-ahead waiter is often woken a second time (by the
 /// first waiter's propagation) before it has consumed the first wake-up:
 /// the double wake-up that needs the wake flag to be set with an RMW (the
-/// `wake_store` mutant deadlocks here).
+/// `wake_store` mutant deadlocks here). Each waiter also yields once in
+/// place of its first park (loom's yield window holds one yield), and the
+/// `yield_unguarded` mutant, which then goes on without a guard, reads a
+/// node that another thread frees.
 #[test]
 fn add_permits_wakes_two_waiters_fair() {
     add_permits_two_waiters(true);
