@@ -32,7 +32,7 @@
 //! reference, in ns; the critical section's is still calibrated. Pin what
 //! the host reads: on the VM's first host the median round trip of every
 //! full run read 72 to 77 ns and the runs pinned 75; on its host of
-//! 2026-11-23 the looks read 50 to 53 ns, and runs 19 to 23 pinned 52
+//! 2026-11-23 the looks read 50 to 53 ns, and runs 19 to 24 pinned 52
 //! (pinned at 75, looks at 49 ns count as off under the 1.5x rule: a first
 //! attempt waited 146 times in its first nine minutes and was stopped).
 //!
