@@ -57,7 +57,7 @@ mutants=(
   "unlink_load|timed_waiter_leaves_during_takeover_fair|$deadlock"
   "foreign_signal|timed_waiter_leaves_during_takeover_fair|$deadlock"
   "blind_disarm|stale_armed_bit_is_cleared_safely|$deadlock"
-  "yield_unguarded|add_permits_wakes_two_waiters_fair|$freed"
+  "yield_unguarded|add_permits_wakes_two_waiters_fair_yielding|$freed"
 )
 
 log_dir=$(mktemp -d)

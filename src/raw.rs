@@ -343,6 +343,10 @@ pub(crate) struct RawSync {
     head: AtomicPtr<Node>,
     tail: AtomicPtr<Node>,
     reclaim: Reclaim,
+    /// loom only: whether strict FIFO waiters yield before parking (off
+    /// unless a model asks; see `RawSync::loom_yield_before_parking`).
+    #[cfg(loom)]
+    loom_yields: bool,
 }
 
 // SAFETY: all fields are atomics or `Reclaim` (atomics). The raw node pointers
@@ -372,6 +376,7 @@ impl RawSync {
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
+            loom_yields: false,
         }
     }
 
@@ -670,7 +675,7 @@ impl RawSync {
                 // this is a park that returns at once: we are armed, and a
                 // release that counts on us sets our flag, which we consume
                 // below exactly as after a park.
-                if !policy.barging() && window.yield_now() {
+                if !policy.barging() && self.yields() && window.yield_now() {
                     woken = me.wake.swap(0, Acquire) != 0;
                     // The `yield_unguarded` mutant goes on without a guard;
                     // loom must see it read a freed node.
@@ -695,6 +700,20 @@ impl RawSync {
                 renewals = SECOND_IN_LINE_RENEWALS;
                 window.reset();
             }
+        }
+    }
+
+    /// Whether strict FIFO waiters yield before parking (`YIELD_WINDOW`):
+    /// always, except in loom models that did not ask for it.
+    #[inline]
+    fn yields(&self) -> bool {
+        #[cfg(loom)]
+        {
+            self.loom_yields
+        }
+        #[cfg(not(loom))]
+        {
+            true
         }
     }
 
@@ -1299,6 +1318,16 @@ impl RawSync {
     #[cfg(loom)]
     pub(crate) fn arm_stale(&self) {
         self.state.fetch_or(ARMED, AcqRel);
+    }
+
+    /// Lets strict FIFO waiters yield once before parking, as real builds do
+    /// for `YIELD_WINDOW`; for the loom models of that path. Off by default:
+    /// a waiter that yields and looks again before it parks needs more
+    /// preemptions to be caught asleep, which would take the models built
+    /// around a park at the wrong moment past their bounds.
+    #[cfg(loom)]
+    pub(crate) fn loom_yield_before_parking(&mut self) {
+        self.loom_yields = true;
     }
 
     /// The queue nodes that are neither the head nor cancelled; for tests.

@@ -306,6 +306,16 @@ impl Semaphore {
         self.raw.arm_stale();
     }
 
+    /// loom build only: lets this semaphore's fair waiters yield once before
+    /// they park, as real builds do early in every wait (`YIELD_WINDOW` in
+    /// `raw.rs`). The models that do not call it never yield.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_yield_before_parking(mut self) -> Self {
+        self.raw.loom_yield_before_parking();
+        self
+    }
+
     /// Whether this semaphore is fair (made by [`Semaphore::new_fair`]).
     pub fn is_fair(&self) -> bool {
         self.policy.fair

@@ -122,9 +122,10 @@ impl Spin {
 ///
 /// On std the window is a span of wall-clock time that opens at the first
 /// [`YieldWindow::yield_now`] and closes `length` later. Under loom, where
-/// time does not pass, it holds exactly one yield: the model then explores a
+/// time does not pass, it holds exactly one yield: a model then explores a
 /// waiter that gives its CPU away once and re-checks, as well as one that
-/// parks, without multiplying the state space by a count of rounds.
+/// parks, without multiplying the state space by a count of rounds. (Only
+/// the models that ask for it yield at all: `RawSync::yields`.)
 #[derive(Debug)]
 pub(crate) struct YieldWindow {
     #[cfg(not(loom))]

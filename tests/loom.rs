@@ -51,6 +51,15 @@ fn semaphore(fair: bool, permits: usize) -> Arc<Semaphore> {
     Arc::new(if fair { Semaphore::new_fair(permits) } else { Semaphore::new(permits) })
 }
 
+/// A fair semaphore whose waiters yield once before they park, as real
+/// builds do early in every wait (`YIELD_WINDOW` in `src/raw.rs`). The other
+/// models leave that off: a waiter that yields and looks again before it
+/// parks takes more preemptions to catch asleep at the wrong moment, and
+/// three of the planted bugs then slip past their models' bounds.
+fn fair_yielding(permits: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new_fair(permits).loom_yield_before_parking())
+}
+
 fn assert_quiescent(sem: &Semaphore, permits: usize) {
     assert_eq!(sem.available_permits(), permits, "permits were lost or invented");
     assert_eq!(sem.queue_length(), 0, "a waiter is still counted");
@@ -87,9 +96,9 @@ impl Guarded {
 /// old one (R1). Bound 2: one preemption makes a contender queue behind the
 /// holder, a second places the release between a waiter's failed hook and its
 /// arming/parking, the shape `no_recheck` needs (it deadlocks here).
-fn one_permit_contenders(fair: bool) {
+fn one_permit_contenders(make: fn(usize) -> Arc<Semaphore>) {
     check(2, move || {
-        let sem = semaphore(fair, 1);
+        let sem = make(1);
         let cell = Arc::new(Guarded(UnsafeCell::new(0)));
         let threads: Vec<_> = (0..2)
             .map(|_| {
@@ -114,12 +123,19 @@ fn one_permit_contenders(fair: bool) {
 
 #[test]
 fn acquire_release_one_permit_nonfair() {
-    one_permit_contenders(false);
+    one_permit_contenders(|p| semaphore(false, p));
 }
 
 #[test]
 fn acquire_release_one_permit_fair() {
-    one_permit_contenders(true);
+    one_permit_contenders(|p| semaphore(true, p));
+}
+
+/// The same with the yield window: each waiter yields once, armed, in place
+/// of its first park, and is then woken through its flag or parks.
+#[test]
+fn acquire_release_one_permit_fair_yielding() {
+    one_permit_contenders(fair_yielding);
 }
 
 // ---------------------------------------------------------------------------
@@ -178,9 +194,9 @@ fn regression_stale_tail_in_do_release_shared() {
 /// the enqueues (1) and the first waiter's propagation or the second's
 /// out-of-turn exit (2), which also covers a releaser holding the old head
 /// while the head moves (R1 under a stale reader).
-fn add_permits_two_waiters(fair: bool) {
+fn add_permits_two_waiters(make: fn(usize) -> Arc<Semaphore>) {
     check(2, move || {
-        let sem = semaphore(fair, 0);
+        let sem = make(0);
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
@@ -197,19 +213,26 @@ fn add_permits_two_waiters(fair: bool) {
 
 #[test]
 fn add_permits_wakes_two_waiters() {
-    add_permits_two_waiters(false);
+    add_permits_two_waiters(|p| semaphore(false, p));
 }
 
 /// In fair mode the woken-ahead waiter is often woken a second time (by the
 /// first waiter's propagation) before it has consumed the first wake-up:
 /// the double wake-up that needs the wake flag to be set with an RMW (the
-/// `wake_store` mutant deadlocks here). Each waiter also yields once in
-/// place of its first park (loom's yield window holds one yield), and the
-/// `yield_unguarded` mutant, which then goes on without a guard, reads a
-/// node that another thread frees.
+/// `wake_store` mutant deadlocks here).
 #[test]
 fn add_permits_wakes_two_waiters_fair() {
-    add_permits_two_waiters(true);
+    add_permits_two_waiters(|p| semaphore(true, p));
+}
+
+/// The same with the yield window: a waiter woken ahead while it yields
+/// consumes its flag and takes its permit out of turn, walking the queue.
+/// The `yield_unguarded` mutant, which goes on after the yield without
+/// re-entering its reclamation guard, reads a node that another thread
+/// frees.
+#[test]
+fn add_permits_wakes_two_waiters_fair_yielding() {
+    add_permits_two_waiters(fair_yielding);
 }
 
 /// After an out-of-turn exit the queue must still work: two waiters take the
