@@ -139,7 +139,7 @@ pub(crate) struct YieldWindow {
 }
 
 impl YieldWindow {
-    /// A closed-until-first-use window of `length`.
+    /// A window of `length`, opened by its first use.
     #[inline]
     pub(crate) fn new(length: std::time::Duration) -> Self {
         #[cfg(not(loom))]
@@ -337,5 +337,24 @@ pub(crate) fn unpark_one(key: usize) {
     };
     if let Some((_, _, thread)) = sleeper {
         thread.unpark();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::YieldWindow;
+    use std::time::Duration;
+
+    #[test]
+    fn yield_window_yields_while_open_and_reopens_after_reset() {
+        let mut open = YieldWindow::new(Duration::from_secs(3600));
+        assert!(open.yield_now(), "a fresh window is open");
+        assert!(open.yield_now(), "and stays open within its length");
+        let mut empty = YieldWindow::new(Duration::ZERO);
+        assert!(!empty.yield_now(), "a window of no length never yields");
+        empty.reset();
+        assert!(!empty.yield_now(), "nor after a reset");
+        open.reset();
+        assert!(open.yield_now(), "a reset window opens again");
     }
 }
