@@ -23,9 +23,9 @@
 //!    not retired (a waiter's own node, and its predecessor: see `raw.rs`).
 //! 4. **Never park or yield-wait inside a guard.** A sleeping reader would
 //!    stop all frees, and so would waiters that take turns at yielding inside
-//!    guards: one of them would be inside at every instant. (Measured: with
-//!    fair waiters yielding inside their guards, the retired list never
-//!    emptied and every push-back walked it, slower each time.)
+//!    guards: one of them would be inside at nearly every instant.
+//!    (Measured: with fair waiters yielding inside their guards, the retired
+//!    list kept growing and every push-back walked it, slower each time.)
 //!
 //! # Why a batch may be freed
 //!
