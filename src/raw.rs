@@ -674,31 +674,28 @@ impl RawSync {
                 // again, instead of sleeping (`YIELD_WINDOW`). To the protocol
                 // this is a park that returns at once: we are armed, and a
                 // release that counts on us sets our flag, which we consume
-                // below exactly as after a park.
-                if !policy.barging() && self.yields() && window.yield_now() {
+                // as after a park.
+                let yielded = !policy.barging() && self.yields() && window.yield_now();
+                if yielded {
                     woken = me.wake.swap(0, Acquire) != 0;
-                    // The `yield_unguarded` mutant goes on without a guard;
-                    // loom must see it read a freed node.
-                    #[cfg(not(aqs_mutant = "yield_unguarded"))]
-                    {
-                        guard = Some(self.reclaim.enter());
-                    }
-                    if woken {
-                        spin.reset();
-                        renewals = SECOND_IN_LINE_RENEWALS;
-                    }
-                    continue;
+                } else {
+                    let parked = park(node as usize, || me.wake.load(Acquire) == 0, deadline);
+                    // Consume the wake-up before re-checking anything; Acquire
+                    // makes the waker's changes visible to the re-check.
+                    me.wake.swap(0, Acquire);
+                    timed_out = parked == Parked::TimedOut;
+                    woken = !timed_out;
+                    window.reset();
                 }
-                let parked = park(node as usize, || me.wake.load(Acquire) == 0, deadline);
-                // Consume the wake-up before re-checking anything; Acquire
-                // makes the waker's changes visible to the re-check.
-                me.wake.swap(0, Acquire);
-                guard = Some(self.reclaim.enter());
-                timed_out = parked == Parked::TimedOut;
-                woken = !timed_out;
-                spin.reset();
-                renewals = SECOND_IN_LINE_RENEWALS;
-                window.reset();
+                // The `yield_unguarded` mutant goes on after a yield without a
+                // guard; loom must see it read a freed node.
+                if !(cfg!(aqs_mutant = "yield_unguarded") && yielded) {
+                    guard = Some(self.reclaim.enter());
+                }
+                if woken {
+                    spin.reset();
+                    renewals = SECOND_IN_LINE_RENEWALS;
+                }
             }
         }
     }
