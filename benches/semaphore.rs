@@ -278,7 +278,8 @@ impl Contender for SpinFloor {
     }
     #[inline]
     fn try_acquire(&self) -> Option<Self::Permit<'_>> {
-        self.try_take(1).then_some(SpinFloorPermit { sem: self, n: 1 })
+        self.try_take(1)
+            .then_some(SpinFloorPermit { sem: self, n: 1 })
     }
     #[inline]
     fn acquire_many(&self, n: u32) -> Self::Permit<'_> {
@@ -347,7 +348,10 @@ macro_rules! condvar_contender {
             type Permit<'a> = $permit<'a>;
 
             fn new(permits: usize) -> Self {
-                $ty { state: <$mutex>::new((permits, 0)), cond: <$condvar>::new() }
+                $ty {
+                    state: <$mutex>::new((permits, 0)),
+                    cond: <$condvar>::new(),
+                }
             }
             #[inline]
             fn acquire(&self) -> Self::Permit<'_> {
@@ -516,7 +520,9 @@ const WORD_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 fn uncontended<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>) {
     let one = Padded(S::new(1));
-    g.bench_function(BenchmarkId::new("acquire_release", S::NAME), |b| b.iter(|| drop(black_box(one.acquire()))));
+    g.bench_function(BenchmarkId::new("acquire_release", S::NAME), |b| {
+        b.iter(|| drop(black_box(one.acquire())))
+    });
     g.bench_function(BenchmarkId::new("try_acquire_release", S::NAME), |b| {
         b.iter(|| drop(black_box(one.try_acquire().expect("a free permit"))))
     });
@@ -537,7 +543,9 @@ fn floor(g: &mut BenchmarkGroup<'_, WallTime>) {
         })
     });
     let cs = Padded(AtomicU64::new(WORD_SEED));
-    g.bench_function(BenchmarkId::new("critical_section", "alone"), |b| b.iter(|| critical_section(black_box(&cs))));
+    g.bench_function(BenchmarkId::new("critical_section", "alone"), |b| {
+        b.iter(|| critical_section(black_box(&cs)))
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -610,7 +618,11 @@ impl<S: Contender> Pool<S> {
                 })
             })
             .collect();
-        Pool { shared, workers, ns_per_pair: None }
+        Pool {
+            shared,
+            workers,
+            ns_per_pair: None,
+        }
     }
 
     fn snapshot(&self) -> Vec<u64> {
@@ -669,13 +681,16 @@ fn floor_applies(threads: usize, permits: usize) -> bool {
 fn contended<S: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize, permits: usize) {
     let mut pool: Option<Pool<S>> = None;
     let at = format!("contended/t{threads}_p{permits}/{}", S::NAME);
-    g.bench_function(BenchmarkId::new(format!("t{threads}_p{permits}"), S::NAME), |b| {
-        let pool = pool.get_or_insert_with(|| {
-            watch::open(&at);
-            Pool::new(threads, permits)
-        });
-        b.iter_custom(|iters| watch::checked(&at, || pool.measure(iters)))
-    });
+    g.bench_function(
+        BenchmarkId::new(format!("t{threads}_p{permits}"), S::NAME),
+        |b| {
+            let pool = pool.get_or_insert_with(|| {
+                watch::open(&at);
+                Pool::new(threads, permits)
+            });
+            b.iter_custom(|iters| watch::checked(&at, || pool.measure(iters)))
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -706,7 +721,12 @@ impl<S: Contender> Partner<S> {
                 pong.add_permits(1);
             })
         };
-        Partner { ping, pong, exit, thread: Some(thread) }
+        Partner {
+            ping,
+            pong,
+            exit,
+            thread: Some(thread),
+        }
     }
 
     fn round_trips(&self, iters: u64) -> Duration {
@@ -876,7 +896,11 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
     drop(pool);
     let sum: u64 = totals.iter().sum();
     let mean = sum as f64 / totals.len() as f64;
-    let var = totals.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / totals.len() as f64;
+    let var = totals
+        .iter()
+        .map(|&c| (c as f64 - mean).powi(2))
+        .sum::<f64>()
+        / totals.len() as f64;
     let r = Fairness {
         name: S::NAME,
         pairs_per_sec: sum as f64 / elapsed.as_secs_f64(),
@@ -885,7 +909,11 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
         mean,
         cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
     };
-    let spread = if r.min > 0 { format!("{:.2}", r.max as f64 / r.min as f64) } else { "inf".to_string() };
+    let spread = if r.min > 0 {
+        format!("{:.2}", r.max as f64 / r.min as f64)
+    } else {
+        "inf".to_string()
+    };
     println!(
         "fairness/t{FAIRNESS_THREADS}_p1/{:<26} {:>8.3} M pairs/s   per-thread min {:>8} max {:>8}   max/min {:>6}   cv {:.2}",
         r.name,
@@ -903,7 +931,8 @@ fn fairness<S: Contender>(mode: Mode, out: &mut Vec<Fairness>) {
 // ---------------------------------------------------------------------------
 
 fn out_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     target.join("aqs-bench")
 }
 
@@ -938,7 +967,8 @@ fn json_num(x: f64) -> String {
 fn write_file(name: &str, text: &str) {
     let dir = out_dir();
     let path = dir.join(name);
-    let result = fs::create_dir_all(&dir).and_then(|()| fs::File::create(&path)?.write_all(text.as_bytes()));
+    let result =
+        fs::create_dir_all(&dir).and_then(|()| fs::File::create(&path)?.write_all(text.as_bytes()));
     match result {
         Ok(()) => println!("wrote {}", path.display()),
         Err(e) => eprintln!("could not write {}: {e}", path.display()),
@@ -975,7 +1005,9 @@ fn write_fairness(mode: Mode, results: &[Fairness]) {
 
 fn write_run_info(mode: Mode, started: u64, load_start: &str) {
     let (sentinels, watch) = watch::json();
-    let ended = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let ended = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let args: Vec<String> = std::env::args().skip(1).map(|a| json_str(&a)).collect();
     let text = format!(
         "{{\n  \"quick\": {},\n  \"started_unix\": {started},\n  \"ended_unix\": {ended},\n  \"loadavg_start\": {},\n  \
@@ -1039,16 +1071,25 @@ fn fairness_wanted() -> bool {
             filters.push(a);
         }
     }
-    filters.is_empty() || filters.iter().any(|f| "fairness".contains(f.as_str()) || f.contains("fairness"))
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|f| "fairness".contains(f.as_str()) || f.contains("fairness"))
 }
 
 fn main() {
     let mode = Mode::from_env();
-    let started = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let load_start = loadavg();
     println!(
         "aqs benches: {} mode, load average {load_start}, output {}",
-        if mode.quick { "quick (AQS_BENCH_QUICK)" } else { "full" },
+        if mode.quick {
+            "quick (AQS_BENCH_QUICK)"
+        } else {
+            "full"
+        },
         out_dir().display()
     );
 
@@ -1071,7 +1112,8 @@ fn main() {
     }
     {
         let mut g = c.benchmark_group("contended");
-        g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
+        g.sampling_mode(SamplingMode::Flat)
+            .sample_size(mode.slow_samples);
         for (threads, permits) in CONTENDED {
             each_contender!(contended(&mut g, threads, permits));
             if floor_applies(threads, permits) {
@@ -1082,13 +1124,15 @@ fn main() {
     }
     {
         let mut g = c.benchmark_group("handoff");
-        g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
+        g.sampling_mode(SamplingMode::Flat)
+            .sample_size(mode.slow_samples);
         each_contender!(handoff(&mut g));
         g.finish();
     }
     {
         let mut g = c.benchmark_group("batch_wake");
-        g.sampling_mode(SamplingMode::Flat).sample_size(mode.slow_samples);
+        g.sampling_mode(SamplingMode::Flat)
+            .sample_size(mode.slow_samples);
         each_contender!(batch_wake(&mut g));
         g.finish();
     }

@@ -74,10 +74,19 @@ impl Pool {
     /// Waits up to `timeout` for a connection.
     fn checkout(&self, timeout: Duration) -> Result<PooledConnection<'_>, TryAcquireError> {
         let permit = self.permits.try_acquire_for(timeout)?;
-        let conn = self.idle.lock().unwrap().pop().expect("a permit guarantees an idle connection");
+        let conn = self
+            .idle
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a permit guarantees an idle connection");
         let now = self.checked_out.fetch_add(1, SeqCst) + 1;
         self.max_checked_out.fetch_max(now, SeqCst);
-        Ok(PooledConnection { pool: self, conn: Some(conn), _permit: permit })
+        Ok(PooledConnection {
+            pool: self,
+            conn: Some(conn),
+            _permit: permit,
+        })
     }
 
     /// Refuses every later checkout; requests still waiting get an error.
@@ -130,7 +139,9 @@ fn main() {
                         Err(TryAcquireError::NoPermits) => {
                             timeouts.fetch_add(1, Relaxed);
                         }
-                        Err(TryAcquireError::Closed) => unreachable!("the pool is shut down only at the end"),
+                        Err(TryAcquireError::Closed) => {
+                            unreachable!("the pool is shut down only at the end")
+                        }
                     }
                 }
             });
@@ -145,15 +156,30 @@ fn main() {
     let max = pool.max_checked_out.load(SeqCst);
     let mut idle = pool.idle.into_inner().unwrap();
     idle.sort_by_key(|c| c.id);
-    let per_connection: Vec<String> = idle.iter().map(|c| format!("#{}: {}", c.id, c.queries)).collect();
+    let per_connection: Vec<String> = idle
+        .iter()
+        .map(|c| format!("#{}: {}", c.id, c.queries))
+        .collect();
 
-    println!("{WORKERS} workers sent {} requests to a pool of {POOL_SIZE} connections", WORKERS * REQUESTS_PER_WORKER);
+    println!(
+        "{WORKERS} workers sent {} requests to a pool of {POOL_SIZE} connections",
+        WORKERS * REQUESTS_PER_WORKER
+    );
     let line = |label: &str, value: String| println!("  {label:<28}{value}");
     line("served:", served.to_string());
-    line(&format!("timed out after {CHECKOUT_TIMEOUT:?}:"), timeouts.to_string());
-    line("most checked out at once:", format!("{max} (limit {POOL_SIZE})"));
+    line(
+        &format!("timed out after {CHECKOUT_TIMEOUT:?}:"),
+        timeouts.to_string(),
+    );
+    line(
+        "most checked out at once:",
+        format!("{max} (limit {POOL_SIZE})"),
+    );
     line("queries per connection:", per_connection.join(", "));
-    line("a request after shutdown:", late.map_or("served?!".to_string(), |e| e.to_string()));
+    line(
+        "a request after shutdown:",
+        late.map_or("served?!".to_string(), |e| e.to_string()),
+    );
     line("took:", format!("{elapsed:.0?}"));
 
     assert!(max <= POOL_SIZE, "the pool limit was exceeded");

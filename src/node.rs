@@ -126,7 +126,10 @@ impl Node {
         node.freed.with(|freed| {
             // SAFETY: `freed` is only written by `free`; loom reports a write
             // racing this read as a causality violation.
-            assert!(!unsafe { *freed }, "aqs: a queue node was used after it was freed");
+            assert!(
+                !unsafe { *freed },
+                "aqs: a queue node was used after it was freed"
+            );
         });
         node
     }
@@ -173,12 +176,18 @@ pub(crate) struct Reclaim {
 impl Reclaim {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
-        Reclaim { readers: AtomicUsize::new(0), retired: AtomicPtr::new(ptr::null_mut()) }
+        Reclaim {
+            readers: AtomicUsize::new(0),
+            retired: AtomicPtr::new(ptr::null_mut()),
+        }
     }
 
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
-        Reclaim { readers: AtomicUsize::new(0), retired: AtomicPtr::new(ptr::null_mut()) }
+        Reclaim {
+            readers: AtomicUsize::new(0),
+            retired: AtomicPtr::new(ptr::null_mut()),
+        }
     }
 
     /// Enters queue code: from now until the guard drops, no node reachable
@@ -205,7 +214,10 @@ impl Reclaim {
             n.retired_next.store(head, Relaxed);
             // Release: the unlinking writes before this push happen-before
             // whoever takes the list with its Acquire swap.
-            match self.retired.compare_exchange_weak(head, node, Release, Relaxed) {
+            match self
+                .retired
+                .compare_exchange_weak(head, node, Release, Relaxed)
+            {
                 Ok(_) => return,
                 Err(current) => head = current,
             }
@@ -265,7 +277,10 @@ impl Reclaim {
         loop {
             // SAFETY: as above, `last` is ours until the CAS below publishes it.
             unsafe { (*last).retired_next.store(head, Relaxed) };
-            match self.retired.compare_exchange_weak(head, batch, Release, Relaxed) {
+            match self
+                .retired
+                .compare_exchange_weak(head, batch, Release, Relaxed)
+            {
                 Ok(_) => return,
                 Err(current) => head = current,
             }

@@ -41,7 +41,8 @@ fn foreign_merge() -> ! {
 /// at most `MAX_PERMITS` (`semaphore.rs`, invariant 1).
 #[inline]
 fn merged(a: u32, b: u32) -> u32 {
-    a.checked_add(b).expect("aqs: permits of one semaphore never exceed Semaphore::MAX_PERMITS")
+    a.checked_add(b)
+        .expect("aqs: permits of one semaphore never exceed Semaphore::MAX_PERMITS")
 }
 
 impl<'a> SemaphorePermit<'a> {
@@ -112,7 +113,10 @@ impl<'a> SemaphorePermit<'a> {
     pub fn split(&mut self, n: usize) -> Option<Self> {
         let n = u32::try_from(n).ok().filter(|&n| n <= self.permits)?;
         self.permits -= n;
-        Some(SemaphorePermit { sem: self.sem, permits: n })
+        Some(SemaphorePermit {
+            sem: self.sem,
+            permits: n,
+        })
     }
 }
 
@@ -127,7 +131,10 @@ impl Drop for SemaphorePermit<'_> {
 
 impl fmt::Debug for SemaphorePermit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SemaphorePermit").field("sem", self.sem).field("permits", &self.permits).finish()
+        f.debug_struct("SemaphorePermit")
+            .field("sem", self.sem)
+            .field("permits", &self.permits)
+            .finish()
     }
 }
 
@@ -166,7 +173,10 @@ impl OwnedSemaphorePermit {
     pub fn split(&mut self, n: usize) -> Option<Self> {
         let n = u32::try_from(n).ok().filter(|&n| n <= self.permits)?;
         self.permits -= n;
-        Some(OwnedSemaphorePermit { sem: Arc::clone(&self.sem), permits: n })
+        Some(OwnedSemaphorePermit {
+            sem: Arc::clone(&self.sem),
+            permits: n,
+        })
     }
 
     /// The semaphore these permits belong to.
@@ -186,6 +196,9 @@ impl Drop for OwnedSemaphorePermit {
 
 impl fmt::Debug for OwnedSemaphorePermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedSemaphorePermit").field("sem", &*self.sem).field("permits", &self.permits).finish()
+        f.debug_struct("OwnedSemaphorePermit")
+            .field("sem", &*self.sem)
+            .field("permits", &self.permits)
+            .finish()
     }
 }

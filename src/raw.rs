@@ -165,7 +165,8 @@ use std::time::{Duration, Instant};
 
 use crate::node::{Node, Reclaim, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
 use crate::sync::{
-    deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked, Spin, YieldWindow,
+    deadline_passed, park, unpark_one, yield_now, AtomicPtr, AtomicU64, Ordering::*, Parked, Spin,
+    YieldWindow,
 };
 
 /// The closed bit.
@@ -405,10 +406,17 @@ impl RawSync {
     fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
         let mut s = self.state.load(Relaxed);
         loop {
-            let acquired =
-                if is_closed(s) { None } else { policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0) };
+            let acquired = if is_closed(s) {
+                None
+            } else {
+                policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0)
+            };
             let Some(acquired) = acquired else {
-                return if is_closed(s) { TryAcquire::Closed } else { TryAcquire::Failed };
+                return if is_closed(s) {
+                    TryAcquire::Closed
+                } else {
+                    TryAcquire::Failed
+                };
             };
             let next = after_take(s, acquired.value);
             // AcqRel: Acquire pairs with the release that put the value there.
@@ -478,13 +486,19 @@ impl RawSync {
             // touched by an addition to the high half.)
             let delta = u64::from(arg) << VALUE_SHIFT;
             let s = self.state.fetch_add(delta, AcqRel);
-            debug_assert_eq!(policy.try_release_shared(value_of(s), arg), value_of(s).wrapping_add(arg));
+            debug_assert_eq!(
+                policy.try_release_shared(value_of(s), arg),
+                value_of(s).wrapping_add(arg)
+            );
             s
         } else {
             let mut s = self.state.load(Relaxed);
             loop {
                 let value = policy.try_release_shared(value_of(s), arg);
-                match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
+                match self
+                    .state
+                    .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
+                {
                     Ok(_) => break s,
                     Err(actual) => s = actual,
                 }
@@ -505,13 +519,19 @@ impl RawSync {
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;
     /// for changes that only ever take from the value. Returns the old value,
     /// or `Err(value)` if `f` returned `None`.
-    pub(crate) fn fetch_update_value(&self, mut f: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
+    pub(crate) fn fetch_update_value(
+        &self,
+        mut f: impl FnMut(u32) -> Option<u32>,
+    ) -> Result<u32, u32> {
         let mut s = self.state.load(Relaxed);
         loop {
             let Some(value) = f(value_of(s)) else {
                 return Err(value_of(s));
             };
-            match self.state.compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed) {
+            match self
+                .state
+                .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
+            {
                 Ok(_) => return Ok(value_of(s)),
                 Err(actual) => s = actual,
             }
@@ -591,7 +611,11 @@ impl RawSync {
             let out_of_turn = !first && woken && policy.out_of_turn();
             woken = false;
             if first || out_of_turn {
-                let ahead = if first { None } else { Some(self.need_ahead(me)) };
+                let ahead = if first {
+                    None
+                } else {
+                    Some(self.need_ahead(me))
+                };
                 match self.try_acquire_queued(policy, arg, ahead) {
                     Queued::Acquired(propagate) if first => {
                         self.set_head_and_propagate(node, pred, propagate, policy.barging());
@@ -743,7 +767,12 @@ impl RawSync {
     /// A queued waiter's hook call: acquires and leaves the waiter count in
     /// one CAS. `ahead` is `None` for the first waiter, and what the waiters
     /// in front of an out-of-turn caller need otherwise.
-    fn try_acquire_queued<P: SharedPolicy>(&self, policy: &P, arg: u32, ahead: Option<u32>) -> Queued {
+    fn try_acquire_queued<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        ahead: Option<u32>,
+    ) -> Queued {
         let mut s = self.state.load(Acquire);
         loop {
             if is_closed(s) {
@@ -803,7 +832,10 @@ impl RawSync {
     #[cold]
     fn init_queue(&self) {
         let dummy = Node::alloc(0);
-        match self.head.compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire) {
+        match self
+            .head
+            .compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire)
+        {
             Ok(_) => self.tail.store(dummy, Release),
             Err(_) => {
                 // SAFETY: never published.
@@ -817,7 +849,13 @@ impl RawSync {
 
     /// Makes `node` the head and wakes the next waiter if a following acquire
     /// may succeed, or if a release is pending (JDK-6801020).
-    fn set_head_and_propagate(&self, node: *mut Node, pred: *mut Node, propagate: bool, barging: bool) {
+    fn set_head_and_propagate(
+        &self,
+        node: *mut Node,
+        pred: *mut Node,
+        propagate: bool,
+        barging: bool,
+    ) {
         // SAFETY: our own node, and our predecessor (invariant 6).
         let (me, old) = unsafe { (Node::get(node), Node::get(pred)) };
         self.head.store(node, Release);
@@ -899,7 +937,11 @@ impl RawSync {
             let head = unsafe { Node::get(h) };
             let ws = head.status.load(Acquire);
             if ws == SIGNAL {
-                if head.status.compare_exchange(SIGNAL, NONE, AcqRel, Acquire).is_err() {
+                if head
+                    .status
+                    .compare_exchange(SIGNAL, NONE, AcqRel, Acquire)
+                    .is_err()
+                {
                     continue;
                 }
                 // We consumed the SIGNAL the armed bit stood for: clear it
@@ -924,7 +966,11 @@ impl RawSync {
                 }
             } else if ws == NONE {
                 #[cfg(not(aqs_mutant = "no_propagate"))]
-                if head.status.compare_exchange(NONE, PROPAGATE, AcqRel, Acquire).is_err() {
+                if head
+                    .status
+                    .compare_exchange(NONE, PROPAGATE, AcqRel, Acquire)
+                    .is_err()
+                {
                     continue;
                 }
             } else if ws == PROPAGATE {
@@ -962,7 +1008,9 @@ impl RawSync {
                 let mut first = head.next.load(Acquire);
                 // SAFETY: `next` links loaded inside the guard lead to
                 // unretired nodes (invariant 5), which stay allocated.
-                while !first.is_null() && unsafe { Node::get(first) }.status.load(Acquire) == CANCELLED {
+                while !first.is_null()
+                    && unsafe { Node::get(first) }.status.load(Acquire) == CANCELLED
+                {
                     // SAFETY: as above.
                     first = unsafe { Node::get(first) }.next.load(Acquire);
                 }
@@ -1168,7 +1216,12 @@ impl RawSync {
     /// then synchronizes with it and wakes us, or reads it, and we re-check.
     /// (JDK 8 trusts the load: its volatile reads are sequentially
     /// consistent.)
-    fn should_park_after_failed_acquire(&self, pred: *mut Node, node: *mut Node, armed_pred: &mut *mut Node) -> bool {
+    fn should_park_after_failed_acquire(
+        &self,
+        pred: *mut Node,
+        node: *mut Node,
+        armed_pred: &mut *mut Node,
+    ) -> bool {
         // SAFETY: our predecessor (invariant 6).
         let ws = unsafe { Node::get(pred) }.status.load(Acquire);
         // The mutant trusts any `SIGNAL`.
@@ -1233,10 +1286,16 @@ impl RawSync {
         // From here on our successor may skip and retire us (R2); we stay
         // inside our guard, so the memory stays valid while we finish.
         me.status.swap(CANCELLED, AcqRel);
-        if self.tail.compare_exchange(node, pred, AcqRel, Acquire).is_ok() {
+        if self
+            .tail
+            .compare_exchange(node, pred, AcqRel, Acquire)
+            .is_ok()
+        {
             // SAFETY: our predecessor (invariant 6).
             let p = unsafe { Node::get(pred) };
-            let _ = p.next.compare_exchange(node, ptr::null_mut(), AcqRel, Acquire);
+            let _ = p
+                .next
+                .compare_exchange(node, ptr::null_mut(), AcqRel, Acquire);
             // SAFETY: R3: no successor linked behind us (the tail CAS would
             // have failed), `tail` and `pred.next` no longer name us, and the
             // head is never cancelled.
@@ -1421,9 +1480,17 @@ mod tests {
     struct Count;
 
     impl SharedPolicy for Count {
-        fn try_acquire_shared(&self, value: u32, arg: u32, _others_queued: bool) -> Option<Acquired> {
+        fn try_acquire_shared(
+            &self,
+            value: u32,
+            arg: u32,
+            _others_queued: bool,
+        ) -> Option<Acquired> {
             let left = value.checked_sub(arg)?;
-            Some(Acquired { value: left, propagate: left > 0 })
+            Some(Acquired {
+                value: left,
+                propagate: left > 0,
+            })
         }
         fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
             value.checked_add(arg).expect("overflow")
@@ -1444,8 +1511,15 @@ mod tests {
 
     /// `Count`'s arithmetic under FIFO rules.
     impl SharedPolicy for Fifo {
-        fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
-            (!others_queued).then(|| Count.try_acquire_shared(value, arg, false)).flatten()
+        fn try_acquire_shared(
+            &self,
+            value: u32,
+            arg: u32,
+            others_queued: bool,
+        ) -> Option<Acquired> {
+            (!others_queued)
+                .then(|| Count.try_acquire_shared(value, arg, false))
+                .flatten()
         }
         fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
             Count.try_release_shared(value, arg)
@@ -1457,7 +1531,9 @@ mod tests {
             true
         }
         fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
-            Count.try_acquire_shared(value, arg, false).filter(|a| a.value >= ahead)
+            Count
+                .try_acquire_shared(value, arg, false)
+                .filter(|a| a.value >= ahead)
         }
     }
 
@@ -1472,11 +1548,18 @@ mod tests {
     /// A core holding 2 units with four queued waiters (`queue_of`), its
     /// head armed if `armed` (with the armed bit for a barging policy), after
     /// one release of `n` under `policy`.
-    fn four_waiters_after_release<P: SharedPolicy>(policy: &P, armed: bool, n: u32) -> (RawSync, Vec<*mut Node>) {
+    fn four_waiters_after_release<P: SharedPolicy>(
+        policy: &P,
+        armed: bool,
+        n: u32,
+    ) -> (RawSync, Vec<*mut Node>) {
         let sync = RawSync::new(2);
         let nodes = queue_of(&sync, 4);
         if armed {
-            assert!(sync.arm(sync.head.load(Acquire)), "the dummy head can be armed");
+            assert!(
+                sync.arm(sync.head.load(Acquire)),
+                "the dummy head can be armed"
+            );
             if policy.barging() {
                 sync.state.fetch_or(ARMED, AcqRel);
             }
@@ -1489,7 +1572,10 @@ mod tests {
     fn woken(nodes: &[*mut Node]) -> Vec<bool> {
         // SAFETY: node invariant 3: the nodes stay linked, so nobody retires
         // them, until their core is dropped.
-        nodes.iter().map(|&n| unsafe { Node::get(n) }.wake.load(Acquire) != 0).collect()
+        nodes
+            .iter()
+            .map(|&n| unsafe { Node::get(n) }.wake.load(Acquire) != 0)
+            .collect()
     }
 
     /// Bounded wait for a condition that another thread makes true.
@@ -1505,7 +1591,10 @@ mod tests {
 
     fn settled(sync: &RawSync) {
         assert_eq!(sync.reclaim().readers(), 0, "a guard was leaked");
-        assert!(sync.reclaim().retired_is_empty(), "retired nodes were not freed after quiescence");
+        assert!(
+            sync.reclaim().retired_is_empty(),
+            "retired nodes were not freed after quiescence"
+        );
     }
 
     #[test]
@@ -1515,11 +1604,20 @@ mod tests {
         assert_eq!(waiters_of(s), 3);
         assert!(is_closed(s));
         let s = with_value(s, u32::MAX);
-        assert_eq!((value_of(s), waiters_of(s), is_closed(s)), (u32::MAX, 3, true));
+        assert_eq!(
+            (value_of(s), waiters_of(s), is_closed(s)),
+            (u32::MAX, 3, true)
+        );
         let s = with_value(0x3FFF_FFFF * ONE_WAITER, 0);
-        assert_eq!((value_of(s), waiters_of(s), is_closed(s), is_armed(s)), (0, 0x3FFF_FFFF, false, false));
+        assert_eq!(
+            (value_of(s), waiters_of(s), is_closed(s), is_armed(s)),
+            (0, 0x3FFF_FFFF, false, false)
+        );
         let s = s | ARMED;
-        assert_eq!((value_of(s), waiters_of(s), is_closed(s), is_armed(s)), (0, 0x3FFF_FFFF, false, true));
+        assert_eq!(
+            (value_of(s), waiters_of(s), is_closed(s), is_armed(s)),
+            (0, 0x3FFF_FFFF, false, true)
+        );
         assert_eq!(value_of(with_value(s, 1) - ONE_WAITER), 1);
     }
 
@@ -1530,7 +1628,10 @@ mod tests {
         assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Failed);
         sync.release_shared(&Count, 2);
         assert_eq!(value_of(sync.state()), 2);
-        assert!(sync.queue_statuses().is_empty(), "the fast path touched the queue");
+        assert!(
+            sync.queue_statuses().is_empty(),
+            "the fast path touched the queue"
+        );
     }
 
     #[test]
@@ -1543,7 +1644,11 @@ mod tests {
         wait_until("the waiter is queued", || waiters_of(sync.state()) == 1);
         sync.release_shared(&Count, 1);
         assert_eq!(waiter.join().unwrap(), Ok(()));
-        assert_eq!(sync.queue_statuses().len(), 1, "the old head was not unlinked");
+        assert_eq!(
+            sync.queue_statuses().len(),
+            1,
+            "the old head was not unlinked"
+        );
         assert_eq!(waiters_of(sync.state()), 0);
         settled(&sync);
     }
@@ -1552,10 +1657,17 @@ mod tests {
     fn timed_out_tail_unlinks_itself() {
         let sync = RawSync::new(0);
         let deadline = Instant::now() + Duration::from_millis(5);
-        assert_eq!(sync.acquire_shared(&Count, 1, Some(deadline)), Err(AcquireFailed::TimedOut));
+        assert_eq!(
+            sync.acquire_shared(&Count, 1, Some(deadline)),
+            Err(AcquireFailed::TimedOut)
+        );
         // Only the dummy head is left (it may keep the SIGNAL its departed
         // successor armed, as in the JDK: at most one wasted wake attempt).
-        assert_eq!(sync.queue_statuses().len(), 1, "the cancelled tail is still linked");
+        assert_eq!(
+            sync.queue_statuses().len(),
+            1,
+            "the cancelled tail is still linked"
+        );
         assert_eq!(waiters_of(sync.state()), 0);
         settled(&sync);
     }
@@ -1567,17 +1679,25 @@ mod tests {
             let sync = Arc::clone(&sync);
             thread::spawn(move || sync.acquire_shared(&Count, 1, None))
         };
-        wait_until("the first waiter is queued", || waiters_of(sync.state()) == 1);
+        wait_until("the first waiter is queued", || {
+            waiters_of(sync.state()) == 1
+        });
         let middle = {
             let sync = Arc::clone(&sync);
-            thread::spawn(move || sync.acquire_shared(&Count, 1, Some(Instant::now() + Duration::from_millis(200))))
+            thread::spawn(move || {
+                sync.acquire_shared(&Count, 1, Some(Instant::now() + Duration::from_millis(200)))
+            })
         };
-        wait_until("the middle waiter is queued", || waiters_of(sync.state()) == 2);
+        wait_until("the middle waiter is queued", || {
+            waiters_of(sync.state()) == 2
+        });
         let last = {
             let sync = Arc::clone(&sync);
             thread::spawn(move || sync.acquire_shared(&Count, 1, None))
         };
-        wait_until("the last waiter is queued", || waiters_of(sync.state()) == 3);
+        wait_until("the last waiter is queued", || {
+            waiters_of(sync.state()) == 3
+        });
         assert_eq!(middle.join().unwrap(), Err(AcquireFailed::TimedOut));
         assert_eq!(waiters_of(sync.state()), 2);
         sync.release_shared(&Count, 2);
@@ -1607,8 +1727,16 @@ mod tests {
             for w in waiters {
                 assert_eq!(w.join().unwrap(), Ok(()), "round {round}");
             }
-            assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (0, 0), "round {round}");
-            assert_eq!(sync.live_nodes(), 0, "round {round}: a node outlived its waiter");
+            assert_eq!(
+                (value_of(sync.state()), waiters_of(sync.state())),
+                (0, 0),
+                "round {round}"
+            );
+            assert_eq!(
+                sync.live_nodes(),
+                0,
+                "round {round}: a node outlived its waiter"
+            );
             settled(&sync);
         }
     }
@@ -1622,8 +1750,12 @@ mod tests {
         let mut waiters = Vec::new();
         for (i, need) in [1, 3, 1].into_iter().enumerate() {
             let sync2 = Arc::clone(&sync);
-            waiters.push(thread::spawn(move || sync2.acquire_shared(&Count, need, None)));
-            wait_until("the waiter is queued", || waiters_of(sync.state()) == i as u32 + 1);
+            waiters.push(thread::spawn(move || {
+                sync2.acquire_shared(&Count, need, None)
+            }));
+            wait_until("the waiter is queued", || {
+                waiters_of(sync.state()) == i as u32 + 1
+            });
         }
         sync.release_shared(&Count, 2);
         let first = waiters.remove(0);
@@ -1691,7 +1823,10 @@ mod tests {
             assert_eq!(w.join().unwrap(), Err(AcquireFailed::Closed));
         }
         assert_eq!(waiters_of(sync.state()), 0);
-        assert!(sync.queue_statuses().iter().all(|&s| s == CANCELLED || s <= 0));
+        assert!(sync
+            .queue_statuses()
+            .iter()
+            .all(|&s| s == CANCELLED || s <= 0));
         settled(&sync);
     }
 }

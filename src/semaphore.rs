@@ -160,7 +160,10 @@ impl SharedPolicy for Policy {
             return None;
         }
         let left = value.checked_sub(arg)?;
-        Some(Acquired { value: left, propagate: left > 0 })
+        Some(Acquired {
+            value: left,
+            propagate: left > 0,
+        })
     }
 
     #[inline]
@@ -176,12 +179,17 @@ impl SharedPolicy for Policy {
         // FIFO: never take what a waiter in front still needs.
         let reserve = if self.fair { ahead } else { 0 };
         let left = value.checked_sub(arg)?;
-        (left >= reserve).then_some(Acquired { value: left, propagate: left > 0 })
+        (left >= reserve).then_some(Acquired {
+            value: left,
+            propagate: left > 0,
+        })
     }
 
     /// Only a debug-build cross-check (`release_adds`).
     fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-        value.checked_add(arg).expect("aqs: more permits returned than exist (invariant 3 broken)")
+        value
+            .checked_add(arg)
+            .expect("aqs: more permits returned than exist (invariant 3 broken)")
     }
 
     /// Invariant 3: `available + returned <= total <= u32::MAX`.
@@ -206,7 +214,10 @@ fn add_overflow(total: u32, n: u32) -> ! {
 #[inline(never)]
 #[track_caller]
 fn too_many(method: &str, n: usize) -> ! {
-    panic!("aqs::Semaphore::{method}: {n} permits exceed Semaphore::MAX_PERMITS ({})", Semaphore::MAX_PERMITS)
+    panic!(
+        "aqs::Semaphore::{method}: {n} permits exceed Semaphore::MAX_PERMITS ({})",
+        Semaphore::MAX_PERMITS
+    )
 }
 
 /// Checks a permit count against `MAX_PERMITS`.
@@ -233,7 +244,10 @@ impl Semaphore {
     /// If `permits` exceeds [`Semaphore::MAX_PERMITS`].
     #[cfg(not(loom))]
     pub const fn new(permits: usize) -> Self {
-        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
+        assert!(
+            permits <= Self::MAX_PERMITS,
+            "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS"
+        );
         Self::with_fairness(permits, false)
     }
 
@@ -259,14 +273,21 @@ impl Semaphore {
     /// ```
     #[cfg(not(loom))]
     pub const fn new_fair(permits: usize) -> Self {
-        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new_fair: permits exceed Semaphore::MAX_PERMITS");
+        assert!(
+            permits <= Self::MAX_PERMITS,
+            "aqs::Semaphore::new_fair: permits exceed Semaphore::MAX_PERMITS"
+        );
         Self::with_fairness(permits, true)
     }
 
     /// The constructors check `permits` first, so their panics name them.
     #[cfg(not(loom))]
     const fn with_fairness(permits: usize, fair: bool) -> Self {
-        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair }, total: AtomicU32::new(permits as u32) }
+        Semaphore {
+            raw: RawSync::new(permits as u32),
+            policy: Policy { fair },
+            total: AtomicU32::new(permits as u32),
+        }
     }
 
     /// Creates a nonfair semaphore (loom build: not `const`).
@@ -283,8 +304,15 @@ impl Semaphore {
 
     #[cfg(loom)]
     fn with_fairness(permits: usize, fair: bool) -> Self {
-        assert!(permits <= Self::MAX_PERMITS, "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
-        Semaphore { raw: RawSync::new(permits as u32), policy: Policy { fair }, total: AtomicU32::new(permits as u32) }
+        assert!(
+            permits <= Self::MAX_PERMITS,
+            "aqs::Semaphore::new: permits exceed Semaphore::MAX_PERMITS"
+        );
+        Semaphore {
+            raw: RawSync::new(permits as u32),
+            policy: Policy { fair },
+            total: AtomicU32::new(permits as u32),
+        }
     }
 
     /// loom build only, for the models' end-of-run checks: the number of
@@ -391,7 +419,8 @@ impl Semaphore {
     #[track_caller]
     pub fn try_acquire_many(&self, n: usize) -> Result<SemaphorePermit<'_>, TryAcquireError> {
         let n = checked("try_acquire_many", n);
-        self.try_acquire_raw(n).map(|()| SemaphorePermit::new(self, n))
+        self.try_acquire_raw(n)
+            .map(|()| SemaphorePermit::new(self, n))
     }
 
     /// Acquires one permit, waiting at most `timeout`.
@@ -415,7 +444,10 @@ impl Semaphore {
     /// let err = sem.try_acquire_for(Duration::from_millis(10)).unwrap_err();
     /// assert_eq!(err, TryAcquireError::NoPermits);
     /// ```
-    pub fn try_acquire_for(&self, timeout: Duration) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+    pub fn try_acquire_for(
+        &self,
+        timeout: Duration,
+    ) -> Result<SemaphorePermit<'_>, TryAcquireError> {
         self.try_acquire_many_for(1, timeout)
     }
 
@@ -426,7 +458,10 @@ impl Semaphore {
     /// # Errors
     ///
     /// As [`try_acquire_for`](Self::try_acquire_for).
-    pub fn try_acquire_until(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+    pub fn try_acquire_until(
+        &self,
+        deadline: Instant,
+    ) -> Result<SemaphorePermit<'_>, TryAcquireError> {
         self.try_acquire_many_until(1, deadline)
     }
 
@@ -440,11 +475,16 @@ impl Semaphore {
     ///
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
     #[track_caller]
-    pub fn try_acquire_many_for(&self, n: usize, timeout: Duration) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+    pub fn try_acquire_many_for(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<SemaphorePermit<'_>, TryAcquireError> {
         let n = checked("try_acquire_many_for", n);
         // An unrepresentable deadline (`Duration::MAX`) means "no deadline".
         let deadline = Instant::now().checked_add(timeout);
-        self.timed_raw(n, deadline).map(|()| SemaphorePermit::new(self, n))
+        self.timed_raw(n, deadline)
+            .map(|()| SemaphorePermit::new(self, n))
     }
 
     /// Acquires `n` permits, waiting until `deadline` at the latest.
@@ -457,9 +497,14 @@ impl Semaphore {
     ///
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
     #[track_caller]
-    pub fn try_acquire_many_until(&self, n: usize, deadline: Instant) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+    pub fn try_acquire_many_until(
+        &self,
+        n: usize,
+        deadline: Instant,
+    ) -> Result<SemaphorePermit<'_>, TryAcquireError> {
         let n = checked("try_acquire_many_until", n);
-        self.timed_raw(n, Some(deadline)).map(|()| SemaphorePermit::new(self, n))
+        self.timed_raw(n, Some(deadline))
+            .map(|()| SemaphorePermit::new(self, n))
     }
 
     /// Acquires one permit, returning a permit that owns an `Arc` of the
@@ -495,7 +540,10 @@ impl Semaphore {
     ///
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
     #[track_caller]
-    pub fn acquire_many_owned(self: Arc<Self>, n: usize) -> Result<OwnedSemaphorePermit, AcquireError> {
+    pub fn acquire_many_owned(
+        self: Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedSemaphorePermit, AcquireError> {
         let n = checked("acquire_many_owned", n);
         match self.acquire_raw(n, None) {
             Ok(()) => Ok(OwnedSemaphorePermit::new(self, n)),
@@ -522,7 +570,10 @@ impl Semaphore {
     ///
     /// If `n` exceeds [`Semaphore::MAX_PERMITS`].
     #[track_caller]
-    pub fn try_acquire_many_owned(self: Arc<Self>, n: usize) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+    pub fn try_acquire_many_owned(
+        self: Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
         let n = checked("try_acquire_many_owned", n);
         self.try_acquire_raw(n)?;
         Ok(OwnedSemaphorePermit::new(self, n))
@@ -555,7 +606,10 @@ impl Semaphore {
     /// assert_eq!(worker.join().unwrap(), Ok(1));
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
-    pub fn try_acquire_owned_for(self: Arc<Self>, timeout: Duration) -> Result<OwnedSemaphorePermit, TryAcquireError> {
+    pub fn try_acquire_owned_for(
+        self: Arc<Self>,
+        timeout: Duration,
+    ) -> Result<OwnedSemaphorePermit, TryAcquireError> {
         self.try_acquire_many_owned_for(1, timeout)
     }
 
@@ -646,7 +700,10 @@ impl Semaphore {
         }
         let n = n as u32;
         // Invariant 2: raise `total` first, with a checked RMW.
-        if let Err(total) = self.total.fetch_update(AcqRel, Acquire, |total| total.checked_add(n)) {
+        if let Err(total) = self
+            .total
+            .fetch_update(AcqRel, Acquire, |total| total.checked_add(n))
+        {
             add_overflow(total, n)
         }
         self.release(n);
@@ -668,7 +725,10 @@ impl Semaphore {
     /// ```
     pub fn forget_permits(&self, n: usize) -> usize {
         let take = |value: u32| value.min(u32::try_from(n).unwrap_or(u32::MAX));
-        match self.raw.fetch_update_value(|value| Some(value - take(value))) {
+        match self
+            .raw
+            .fetch_update_value(|value| Some(value - take(value)))
+        {
             Ok(old) => {
                 self.forgotten(take(old));
                 take(old) as usize
@@ -749,7 +809,11 @@ impl Semaphore {
     #[inline]
     fn acquire_raw(&self, n: u32, deadline: Option<Instant>) -> Result<(), AcquireFailed> {
         if n == 0 {
-            return if self.is_closed() { Err(AcquireFailed::Closed) } else { Ok(()) };
+            return if self.is_closed() {
+                Err(AcquireFailed::Closed)
+            } else {
+                Ok(())
+            };
         }
         self.raw.acquire_shared(&self.policy, n, deadline)
     }
@@ -757,7 +821,11 @@ impl Semaphore {
     #[inline]
     fn try_acquire_raw(&self, n: u32) -> Result<(), TryAcquireError> {
         if n == 0 {
-            return if self.is_closed() { Err(TryAcquireError::Closed) } else { Ok(()) };
+            return if self.is_closed() {
+                Err(TryAcquireError::Closed)
+            } else {
+                Ok(())
+            };
         }
         match self.raw.try_acquire_shared(&self.policy, n) {
             TryAcquire::Acquired => Ok(()),
@@ -802,17 +870,35 @@ mod tests {
     fn fair_out_of_turn_leaves_what_the_waiters_in_front_need() {
         let fair = Policy { fair: true };
         // 5 available, 4 needed in front: 1 may go out of turn.
-        assert_eq!(fair.try_acquire_out_of_turn(5, 1, 4), Some(Acquired { value: 4, propagate: true }));
+        assert_eq!(
+            fair.try_acquire_out_of_turn(5, 1, 4),
+            Some(Acquired {
+                value: 4,
+                propagate: true
+            })
+        );
         // 5 needed in front: taking 1 would short one of them.
         assert_eq!(fair.try_acquire_out_of_turn(5, 1, 5), None);
         assert_eq!(fair.try_acquire_out_of_turn(0, 1, 0), None);
-        assert_eq!(fair.try_acquire_out_of_turn(3, 3, 0), Some(Acquired { value: 0, propagate: false }));
+        assert_eq!(
+            fair.try_acquire_out_of_turn(3, 3, 0),
+            Some(Acquired {
+                value: 0,
+                propagate: false
+            })
+        );
     }
 
     #[test]
     fn nonfair_out_of_turn_barges_like_an_arrival() {
         let nonfair = Policy { fair: false };
-        assert_eq!(nonfair.try_acquire_out_of_turn(1, 1, 10), Some(Acquired { value: 0, propagate: false }));
+        assert_eq!(
+            nonfair.try_acquire_out_of_turn(1, 1, 10),
+            Some(Acquired {
+                value: 0,
+                propagate: false
+            })
+        );
         assert_eq!(nonfair.try_acquire_out_of_turn(1, 2, 0), None);
     }
 }

@@ -144,7 +144,10 @@ impl YieldWindow {
     pub(crate) fn new(length: std::time::Duration) -> Self {
         #[cfg(not(loom))]
         {
-            YieldWindow { length, opened: None }
+            YieldWindow {
+                length,
+                opened: None,
+            }
         }
         #[cfg(loom)]
         {
@@ -249,13 +252,18 @@ pub(crate) fn deadline_passed(deadline: Instant) -> bool {
 /// `validate` must not panic and must not park or unpark (it runs under a
 /// parking-lot bucket lock).
 #[cfg(not(loom))]
-pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option<Instant>) -> Parked {
+pub(crate) fn park(
+    key: usize,
+    validate: impl FnOnce() -> bool,
+    deadline: Option<Instant>,
+) -> Parked {
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
     let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
     // SAFETY: invariant 1: `key` is our own node's address, so no other
     // synchronizer parks on it; `validate` is one atomic load (no panic, no
     // parking_lot call) and the other two callbacks do nothing.
-    let result = unsafe { parking_lot_core::park(key, validate, before_sleep, timed_out, token, deadline) };
+    let result =
+        unsafe { parking_lot_core::park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
         ParkResult::Invalid => Parked::Invalid,
@@ -294,7 +302,11 @@ mod loom_lot {
 }
 
 #[cfg(loom)]
-pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option<Instant>) -> Parked {
+pub(crate) fn park(
+    key: usize,
+    validate: impl FnOnce() -> bool,
+    deadline: Option<Instant>,
+) -> Parked {
     use loom_lot::LOT;
     let ticket = {
         let mut lot = LOT.lock().unwrap();
@@ -333,7 +345,10 @@ pub(crate) fn park(key: usize, validate: impl FnOnce() -> bool, deadline: Option
 pub(crate) fn unpark_one(key: usize) {
     let sleeper = {
         let mut lot = loom_lot::LOT.lock().unwrap();
-        lot.sleepers.iter().position(|s| s.0 == key).map(|i| lot.sleepers.remove(i))
+        lot.sleepers
+            .iter()
+            .position(|s| s.0 == key)
+            .map(|i| lot.sleepers.remove(i))
     };
     if let Some((_, _, thread)) = sleeper {
         thread.unpark();

@@ -48,7 +48,11 @@ fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn semaphore(fair: bool, permits: usize) -> Arc<Semaphore> {
-    Arc::new(if fair { Semaphore::new_fair(permits) } else { Semaphore::new(permits) })
+    Arc::new(if fair {
+        Semaphore::new_fair(permits)
+    } else {
+        Semaphore::new(permits)
+    })
 }
 
 /// A fair semaphore whose waiters yield once before they park, as real
@@ -61,7 +65,11 @@ fn fair_yielding(permits: usize) -> Arc<Semaphore> {
 }
 
 fn assert_quiescent(sem: &Semaphore, permits: usize) {
-    assert_eq!(sem.available_permits(), permits, "permits were lost or invented");
+    assert_eq!(
+        sem.available_permits(),
+        permits,
+        "permits were lost or invented"
+    );
     assert_eq!(sem.queue_length(), 0, "a waiter is still counted");
     assert_eq!(sem.loom_live_nodes(), 0, "a queue node outlived its waiter");
 }
@@ -421,7 +429,10 @@ fn close_races_queued_acquires() {
             .collect();
         sem.close();
         for w in waiters {
-            assert!(w.join().unwrap(), "acquired from a semaphore that never had a permit");
+            assert!(
+                w.join().unwrap(),
+                "acquired from a semaphore that never had a permit"
+            );
         }
         assert!(sem.is_closed());
         assert_quiescent(&sem, 0);

@@ -195,9 +195,19 @@ fn take_at<T>(real: &mut Vec<T>, model: &mut Vec<usize>, i: usize) -> (T, usize)
 
 fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     quiet_overflow_panics();
-    let sem = Arc::new(if fair { Semaphore::new_fair(initial) } else { Semaphore::new(initial) });
-    let mut model = Model { available: initial, ..Model::default() };
-    let mut held = Held { borrowed: Vec::new(), owned: Vec::new() };
+    let sem = Arc::new(if fair {
+        Semaphore::new_fair(initial)
+    } else {
+        Semaphore::new(initial)
+    });
+    let mut model = Model {
+        available: initial,
+        ..Model::default()
+    };
+    let mut held = Held {
+        borrowed: Vec::new(),
+        owned: Vec::new(),
+    };
 
     for (step, op) in ops.iter().enumerate() {
         match op.clone() {
@@ -213,7 +223,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             None => sem.acquire(),
                             Some(n) => sem.acquire_many(n),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             held.borrowed.push(p);
                             model.borrowed.push(want);
@@ -224,7 +239,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             None => Arc::clone(&sem).acquire_owned(),
                             Some(n) => Arc::clone(&sem).acquire_many_owned(n),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             prop_assert!(Arc::ptr_eq(p.semaphore(), &sem));
                             held.owned.push(p);
@@ -242,7 +262,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             None => sem.try_acquire(),
                             Some(n) => sem.try_acquire_many(n),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             held.borrowed.push(p);
                             model.borrowed.push(want);
@@ -253,7 +278,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             None => Arc::clone(&sem).try_acquire_owned(),
                             Some(n) => Arc::clone(&sem).try_acquire_many_owned(n),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             held.owned.push(p);
                             model.owned.push(want);
@@ -274,7 +304,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             (None, true) => sem.try_acquire_until(Instant::now()),
                             (Some(n), true) => sem.try_acquire_many_until(n, Instant::now()),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             held.borrowed.push(p);
                             model.borrowed.push(want);
@@ -288,7 +323,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                             (None, true) => sem.try_acquire_owned_until(Instant::now()),
                             (Some(n), true) => sem.try_acquire_many_owned_until(n, Instant::now()),
                         };
-                        prop_assert_eq!(got.as_ref().map(|p| p.num_permits()).map_err(|e| *e), expected, "{:?}", op);
+                        prop_assert_eq!(
+                            got.as_ref().map(|p| p.num_permits()).map_err(|e| *e),
+                            expected,
+                            "{:?}",
+                            op
+                        );
                         if let Ok(p) = got {
                             held.owned.push(p);
                             model.owned.push(want);
@@ -298,7 +338,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
             }
             Op::AddPermits(n) if model.total() + n > Semaphore::MAX_PERMITS => {
                 let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(n)));
-                prop_assert!(result.is_err(), "add_permits({}) over {} in existence did not panic", n, model.total());
+                prop_assert!(
+                    result.is_err(),
+                    "add_permits({}) over {} in existence did not panic",
+                    n,
+                    model.total()
+                );
             }
             Op::AddPermits(n) => {
                 sem.add_permits(n);
@@ -307,7 +352,12 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
             Op::AddOverflow => {
                 let n = Semaphore::MAX_PERMITS - model.total() + 1;
                 let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(n)));
-                prop_assert!(result.is_err(), "add_permits({}) over {} in existence did not panic", n, model.total());
+                prop_assert!(
+                    result.is_err(),
+                    "add_permits({}) over {} in existence did not panic",
+                    n,
+                    model.total()
+                );
             }
             Op::AddToMax => {
                 let n = Semaphore::MAX_PERMITS - model.total();
@@ -347,7 +397,9 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
                 }
                 let i = i.index(list.len());
                 match kind {
-                    Kind::Borrowed => take_at(&mut held.borrowed, &mut model.borrowed, i).0.forget(),
+                    Kind::Borrowed => take_at(&mut held.borrowed, &mut model.borrowed, i)
+                        .0
+                        .forget(),
                     Kind::Owned => take_at(&mut held.owned, &mut model.owned, i).0.forget(),
                 }
             }
@@ -419,20 +471,56 @@ fn sequential(fair: bool, initial: usize, ops: &[Op]) -> Result<(), TestCaseErro
 }
 
 /// Compares every observable of the semaphore with the model.
-fn check(sem: &Arc<Semaphore>, fair: bool, model: &Model, held: &Held<'_>) -> Result<(), TestCaseError> {
-    prop_assert_eq!(sem.available_permits(), model.available, "available_permits");
+fn check(
+    sem: &Arc<Semaphore>,
+    fair: bool,
+    model: &Model,
+    held: &Held<'_>,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(
+        sem.available_permits(),
+        model.available,
+        "available_permits"
+    );
     prop_assert_eq!(sem.is_closed(), model.closed, "is_closed");
     prop_assert_eq!(sem.is_fair(), fair, "is_fair");
-    prop_assert_eq!(sem.queue_length(), 0, "queue_length of a single-threaded run");
-    prop_assert!(!sem.has_queued_threads(), "has_queued_threads of a single-threaded run");
-    let borrowed: Vec<usize> = held.borrowed.iter().map(SemaphorePermit::num_permits).collect();
+    prop_assert_eq!(
+        sem.queue_length(),
+        0,
+        "queue_length of a single-threaded run"
+    );
+    prop_assert!(
+        !sem.has_queued_threads(),
+        "has_queued_threads of a single-threaded run"
+    );
+    let borrowed: Vec<usize> = held
+        .borrowed
+        .iter()
+        .map(SemaphorePermit::num_permits)
+        .collect();
     prop_assert_eq!(&borrowed, &model.borrowed, "borrowed permit counts");
-    let owned: Vec<usize> = held.owned.iter().map(OwnedSemaphorePermit::num_permits).collect();
+    let owned: Vec<usize> = held
+        .owned
+        .iter()
+        .map(OwnedSemaphorePermit::num_permits)
+        .collect();
     prop_assert_eq!(&owned, &model.owned, "owned permit counts");
-    prop_assert_eq!(Arc::strong_count(sem), 1 + held.owned.len(), "Arc count vs owned permits");
+    prop_assert_eq!(
+        Arc::strong_count(sem),
+        1 + held.owned.len(),
+        "Arc count vs owned permits"
+    );
     let debug = format!("{sem:?}");
-    prop_assert!(debug.contains(&format!("permits: {}", model.available)), "{}", debug);
-    prop_assert!(debug.contains(&format!("closed: {}", model.closed)), "{}", debug);
+    prop_assert!(
+        debug.contains(&format!("permits: {}", model.available)),
+        "{}",
+        debug
+    );
+    prop_assert!(
+        debug.contains(&format!("closed: {}", model.closed)),
+        "{}",
+        debug
+    );
     Ok(())
 }
 
@@ -545,7 +633,10 @@ impl Shared {
     fn took(&self, n: usize) {
         let now = self.in_use.fetch_add(n, SeqCst) + n;
         let ever = self.initial + self.added.load(SeqCst);
-        assert!(now <= ever, "{now} permits held but only {ever} ever existed");
+        assert!(
+            now <= ever,
+            "{now} permits held but only {ever} ever existed"
+        );
     }
 
     fn gave_back(&self, n: usize) {
@@ -562,13 +653,17 @@ fn worker(shared: &Shared, ops: &[COp]) -> Tally {
         match *op {
             COp::Timed { n, wait_us } => {
                 // The only bounded blocking acquire (there is no timed owned one).
-                let got = sem.try_acquire_many_for(n, Duration::from_micros(wait_us)).map(AnyPermit::Borrowed);
+                let got = sem
+                    .try_acquire_many_for(n, Duration::from_micros(wait_us))
+                    .map(AnyPermit::Borrowed);
                 keep(shared, &mut held, got, n, closed_by_me);
             }
             COp::Try { n, kind } => {
                 let got = match kind {
                     Kind::Borrowed => sem.try_acquire_many(n).map(AnyPermit::Borrowed),
-                    Kind::Owned => Arc::clone(&shared.sem).try_acquire_many_owned(n).map(AnyPermit::Owned),
+                    Kind::Owned => Arc::clone(&shared.sem)
+                        .try_acquire_many_owned(n)
+                        .map(AnyPermit::Owned),
                 };
                 keep(shared, &mut held, got, n, closed_by_me);
             }
@@ -652,14 +747,22 @@ fn keep<'a>(
 ) {
     match got {
         Ok(p) => {
-            assert!(!closed_by_me, "acquired {n} after this thread closed the semaphore");
+            assert!(
+                !closed_by_me,
+                "acquired {n} after this thread closed the semaphore"
+            );
             assert_eq!(p.num_permits(), n);
             shared.took(n);
             held.push(p);
         }
-        Err(TryAcquireError::Closed) => assert!(shared.sem.is_closed(), "Closed from an open semaphore"),
+        Err(TryAcquireError::Closed) => {
+            assert!(shared.sem.is_closed(), "Closed from an open semaphore")
+        }
         Err(TryAcquireError::NoPermits) => {
-            assert!(!closed_by_me, "NoPermits instead of Closed after this thread closed the semaphore")
+            assert!(
+                !closed_by_me,
+                "NoPermits instead of Closed after this thread closed the semaphore"
+            )
         }
     }
 }
@@ -689,16 +792,29 @@ fn run_workers(shared: &Arc<Shared>, per_thread: Vec<Vec<COp>>) -> Vec<Tally> {
             Ok(()) => {}
             // A worker panicked (its sender is gone): join reports it below.
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!("a worker did not finish within {WATCHDOG:?}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("a worker did not finish within {WATCHDOG:?}")
+            }
         }
     }
-    handles.into_iter().map(|h| h.join().expect("a worker panicked")).collect()
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("a worker panicked"))
+        .collect()
 }
 
 fn concurrent(fair: bool, initial: usize, per_thread: Vec<Vec<COp>>) {
-    let sem = Arc::new(if fair { Semaphore::new_fair(initial) } else { Semaphore::new(initial) });
-    let shared =
-        Arc::new(Shared { sem: Arc::clone(&sem), initial, added: AtomicUsize::new(0), in_use: AtomicUsize::new(0) });
+    let sem = Arc::new(if fair {
+        Semaphore::new_fair(initial)
+    } else {
+        Semaphore::new(initial)
+    });
+    let shared = Arc::new(Shared {
+        sem: Arc::clone(&sem),
+        initial,
+        added: AtomicUsize::new(0),
+        in_use: AtomicUsize::new(0),
+    });
     let tallies = run_workers(&shared, per_thread);
 
     let added: usize = tallies.iter().map(|t| t.added).sum();
@@ -712,20 +828,34 @@ fn concurrent(fair: bool, initial: usize, per_thread: Vec<Vec<COp>>) {
         "permits not conserved: initial {initial} + added {added} - forgot {forgot} - drained {drained} \
          - forgotten permits {forgotten_held}"
     );
-    assert_eq!(sem.queue_length(), 0, "a waiter is still counted after every thread finished");
+    assert_eq!(
+        sem.queue_length(),
+        0,
+        "a waiter is still counted after every thread finished"
+    );
 
     // Nothing is lost either: a generous wait for everything there is succeeds
     // unless the semaphore was closed.
     let all = sem.available_permits();
     match sem.try_acquire_many_for(all, GENEROUS) {
         Ok(p) => assert_eq!(p.num_permits(), all),
-        Err(e) => assert!(e.is_closed() && sem.is_closed(), "final acquire of all {all} permits: {e:?}"),
+        Err(e) => assert!(
+            e.is_closed() && sem.is_closed(),
+            "final acquire of all {all} permits: {e:?}"
+        ),
     };
 }
 
 fn schedules() -> impl Strategy<Value = (usize, Vec<Vec<COp>>)> {
-    let (threads, max_ops) = if cfg!(miri) { (2..=2usize, 6usize) } else { (2..=4usize, 24usize) };
-    (0..=4usize, prop::collection::vec(prop::collection::vec(cop(), 1..=max_ops), threads))
+    let (threads, max_ops) = if cfg!(miri) {
+        (2..=2usize, 6usize)
+    } else {
+        (2..=4usize, 24usize)
+    };
+    (
+        0..=4usize,
+        prop::collection::vec(prop::collection::vec(cop(), 1..=max_ops), threads),
+    )
 }
 
 proptest! {

@@ -20,7 +20,10 @@ const LONG: Duration = Duration::from_secs(10);
 
 /// A nonfair and a fair semaphore with `permits` permits each.
 fn both(permits: usize) -> [Arc<Semaphore>; 2] {
-    [Arc::new(Semaphore::new(permits)), Arc::new(Semaphore::new_fair(permits))]
+    [
+        Arc::new(Semaphore::new(permits)),
+        Arc::new(Semaphore::new_fair(permits)),
+    ]
 }
 
 /// Joins `handle`, failing the test if the thread has not finished after
@@ -113,7 +116,11 @@ fn split_moves_permits_and_refuses_more_than_held() {
         let mut permit = sem.try_acquire_many(3).unwrap();
         assert!(permit.split(4).is_none());
         assert!(permit.split(usize::MAX).is_none());
-        assert_eq!((permit.num_permits(), sem.available_permits()), (3, 2), "a refused split changed something");
+        assert_eq!(
+            (permit.num_permits(), sem.available_permits()),
+            (3, 2),
+            "a refused split changed something"
+        );
 
         let part = permit.split(2).unwrap();
         assert_eq!((permit.num_permits(), part.num_permits()), (1, 2));
@@ -170,7 +177,10 @@ fn merging_permits_of_different_semaphores_panics() {
 #[test]
 #[should_panic(expected = "different semaphores")]
 fn merging_owned_permits_of_different_semaphores_panics() {
-    let (x, y) = (Arc::new(Semaphore::new(1)), Arc::new(Semaphore::new_fair(1)));
+    let (x, y) = (
+        Arc::new(Semaphore::new(1)),
+        Arc::new(Semaphore::new_fair(1)),
+    );
     let mut a = x.try_acquire_owned().unwrap();
     a.merge(y.try_acquire_owned().unwrap());
 }
@@ -193,16 +203,33 @@ fn refused_merge_loses_no_permits() {
     let mut a = x.try_acquire_many(2).unwrap();
     let result = panic::catch_unwind(AssertUnwindSafe(|| a.merge(y.try_acquire().unwrap())));
     assert!(panic_message(&*result.unwrap_err()).contains("different semaphores"));
-    assert_eq!((a.num_permits(), x.available_permits(), y.available_permits()), (2, 1, 3));
+    assert_eq!(
+        (
+            a.num_permits(),
+            x.available_permits(),
+            y.available_permits()
+        ),
+        (2, 1, 3)
+    );
     drop(a);
     assert_eq!(x.available_permits(), 3);
 
-    let (x, y) = (Arc::new(Semaphore::new_fair(3)), Arc::new(Semaphore::new(3)));
+    let (x, y) = (
+        Arc::new(Semaphore::new_fair(3)),
+        Arc::new(Semaphore::new(3)),
+    );
     let mut a = Arc::clone(&x).try_acquire_many_owned(2).unwrap();
     let other = Arc::clone(&y).try_acquire_owned().unwrap();
     let result = panic::catch_unwind(AssertUnwindSafe(|| a.merge(other)));
     assert!(panic_message(&*result.unwrap_err()).contains("different semaphores"));
-    assert_eq!((a.num_permits(), x.available_permits(), y.available_permits()), (2, 1, 3));
+    assert_eq!(
+        (
+            a.num_permits(),
+            x.available_permits(),
+            y.available_permits()
+        ),
+        (2, 1, 3)
+    );
     drop(a);
     assert_eq!(x.available_permits(), 3);
 }
@@ -219,7 +246,11 @@ fn add_permits_counts_held_permits_so_a_drop_never_overflows() {
         assert_eq!(sem.available_permits(), 0);
         let result = panic::catch_unwind(AssertUnwindSafe(|| sem.add_permits(1)));
         assert!(panic_message(&*result.unwrap_err()).contains("MAX_PERMITS"));
-        assert_eq!(sem.available_permits(), 0, "the refused add changed the count");
+        assert_eq!(
+            sem.available_permits(),
+            0,
+            "the refused add changed the count"
+        );
         drop(all);
         drop(owned);
         assert_eq!(sem.available_permits(), MAX);
@@ -278,7 +309,10 @@ fn owned_permit_knows_its_semaphore_and_returns_from_another_thread() {
         drop(permit);
         assert_eq!(sem.available_permits(), 3);
         drop(sem);
-        assert!(weak.upgrade().is_none(), "the last permit did not release the semaphore");
+        assert!(
+            weak.upgrade().is_none(),
+            "the last permit did not release the semaphore"
+        );
     }
 }
 
@@ -294,7 +328,9 @@ fn owned_permit_is_static_and_permits_are_send_and_sync() {
     // A borrowed permit can be shared with and moved into scoped threads.
     thread::scope(|s| {
         let shared = &borrowed;
-        s.spawn(move || assert_eq!(shared.num_permits(), 1)).join().unwrap();
+        s.spawn(move || assert_eq!(shared.num_permits(), 1))
+            .join()
+            .unwrap();
     });
     thread::scope(|s| {
         s.spawn(move || drop(borrowed)).join().unwrap();
@@ -311,6 +347,14 @@ fn permits_are_debug() {
     let owned = Arc::clone(&sem).try_acquire_owned().unwrap();
     let b = format!("{borrowed:?}");
     let o = format!("{owned:?}");
-    assert!(b.starts_with("SemaphorePermit") && b.contains("permits: 3") && b.contains("Semaphore {"), "{b}");
-    assert!(o.starts_with("OwnedSemaphorePermit") && o.contains("permits: 1") && o.contains("Semaphore {"), "{o}");
+    assert!(
+        b.starts_with("SemaphorePermit") && b.contains("permits: 3") && b.contains("Semaphore {"),
+        "{b}"
+    );
+    assert!(
+        o.starts_with("OwnedSemaphorePermit")
+            && o.contains("permits: 1")
+            && o.contains("Semaphore {"),
+        "{o}"
+    );
 }

@@ -36,7 +36,11 @@ const WAIT: Duration = Duration::from_secs(30);
 /// How long to give a thread to do something it must NOT do (overtake,
 /// acquire) before checking that it did not. A negative check, not a timing
 /// assertion: a slow machine can only make it miss a bug, never fail.
-const SETTLE: Duration = if cfg!(miri) { Duration::from_millis(5) } else { Duration::from_millis(30) };
+const SETTLE: Duration = if cfg!(miri) {
+    Duration::from_millis(5)
+} else {
+    Duration::from_millis(30)
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -88,10 +92,13 @@ impl<T> Bounded<T> {
     #[track_caller]
     fn join(self) -> T {
         match self.done.recv_timeout(LONG) {
-            Err(RecvTimeoutError::Timeout) => panic!("a thread was still blocked after {LONG:?}: lost wake-up?"),
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                self.handle.join().unwrap_or_else(|payload| panic::resume_unwind(payload))
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("a thread was still blocked after {LONG:?}: lost wake-up?")
             }
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => self
+                .handle
+                .join()
+                .unwrap_or_else(|payload| panic::resume_unwind(payload)),
         }
     }
 }
@@ -112,7 +119,10 @@ fn wait_queued(sem: &Semaphore, n: usize) {
     let give_up = Instant::now() + LONG;
     while sem.queue_length() != n {
         if Instant::now() >= give_up {
-            panic!("queue_length() stayed {} instead of {n} for {LONG:?}", sem.queue_length());
+            panic!(
+                "queue_length() stayed {} instead of {n} for {LONG:?}",
+                sem.queue_length()
+            );
         }
         thread::sleep(Duration::from_millis(1));
     }
@@ -122,13 +132,18 @@ fn wait_queued(sem: &Semaphore, n: usize) {
 /// (`Instant - Duration` panics on underflow).
 fn past() -> Instant {
     let now = Instant::now();
-    now.checked_sub(Duration::from_secs(3600)).or_else(|| now.checked_sub(Duration::from_millis(1))).unwrap_or(now)
+    now.checked_sub(Duration::from_secs(3600))
+        .or_else(|| now.checked_sub(Duration::from_millis(1)))
+        .unwrap_or(now)
 }
 
 fn panic_message(payload: Box<dyn Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(s) => *s,
-        Err(payload) => payload.downcast_ref::<&str>().map(|s| s.to_string()).unwrap_or_default(),
+        Err(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
     }
 }
 
@@ -176,31 +191,63 @@ fn arrivals_barge_past_queued_waiters_only_when_nonfair() {
         bounded(move || {
             let sem = sem2;
             let barge: [(&str, TryCall<'_>); 10] = [
-                ("try_acquire", &|| sem.try_acquire().map(|p| p.num_permits())),
-                ("try_acquire_many", &|| sem.try_acquire_many(1).map(|p| p.num_permits())),
-                ("try_acquire_for(ZERO)", &|| sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())),
-                ("try_acquire_until(past)", &|| sem.try_acquire_until(past()).map(|p| p.num_permits())),
-                ("try_acquire_many_for(ZERO)", &|| {
-                    sem.try_acquire_many_for(1, Duration::ZERO).map(|p| p.num_permits())
+                ("try_acquire", &|| {
+                    sem.try_acquire().map(|p| p.num_permits())
                 }),
-                ("try_acquire_many_until(past)", &|| sem.try_acquire_many_until(1, past()).map(|p| p.num_permits())),
-                ("try_acquire_owned", &|| Arc::clone(&sem).try_acquire_owned().map(|p| p.num_permits())),
-                ("try_acquire_many_owned", &|| Arc::clone(&sem).try_acquire_many_owned(1).map(|p| p.num_permits())),
+                ("try_acquire_many", &|| {
+                    sem.try_acquire_many(1).map(|p| p.num_permits())
+                }),
+                ("try_acquire_for(ZERO)", &|| {
+                    sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits())
+                }),
+                ("try_acquire_until(past)", &|| {
+                    sem.try_acquire_until(past()).map(|p| p.num_permits())
+                }),
+                ("try_acquire_many_for(ZERO)", &|| {
+                    sem.try_acquire_many_for(1, Duration::ZERO)
+                        .map(|p| p.num_permits())
+                }),
+                ("try_acquire_many_until(past)", &|| {
+                    sem.try_acquire_many_until(1, past())
+                        .map(|p| p.num_permits())
+                }),
+                ("try_acquire_owned", &|| {
+                    Arc::clone(&sem)
+                        .try_acquire_owned()
+                        .map(|p| p.num_permits())
+                }),
+                ("try_acquire_many_owned", &|| {
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned(1)
+                        .map(|p| p.num_permits())
+                }),
                 ("try_acquire_owned_for(ZERO)", &|| {
-                    Arc::clone(&sem).try_acquire_owned_for(Duration::ZERO).map(|p| p.num_permits())
+                    Arc::clone(&sem)
+                        .try_acquire_owned_for(Duration::ZERO)
+                        .map(|p| p.num_permits())
                 }),
                 ("try_acquire_many_owned_until(past)", &|| {
-                    Arc::clone(&sem).try_acquire_many_owned_until(1, past()).map(|p| p.num_permits())
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned_until(1, past())
+                        .map(|p| p.num_permits())
                 }),
             ];
             for (name, call) in barge {
                 // Each permit is dropped at once; the waiter (needs 2) stays queued.
                 let got = call();
                 match mode {
-                    Mode::Nonfair => assert_eq!(got, Ok(1), "nonfair {name} must take the free permit"),
-                    Mode::Fair => assert_eq!(got, Err(TryAcquireError::NoPermits), "fair {name} barged"),
+                    Mode::Nonfair => {
+                        assert_eq!(got, Ok(1), "nonfair {name} must take the free permit")
+                    }
+                    Mode::Fair => {
+                        assert_eq!(got, Err(TryAcquireError::NoPermits), "fair {name} barged")
+                    }
                 }
-                assert_eq!((sem.available_permits(), sem.queue_length()), (1, 1), "after {name}");
+                assert_eq!(
+                    (sem.available_permits(), sem.queue_length()),
+                    (1, 1),
+                    "after {name}"
+                );
             }
 
             // A timed wait with a real timeout: barges on nonfair; on fair it
@@ -250,8 +297,14 @@ fn queued_waiters_acquire_in_fifo_order() {
                         0 => sem2.try_acquire_for(WAIT).map(|_p| record()).unwrap(),
                         1 => sem2.acquire().map(|_p| record()).unwrap(),
                         2 => sem2.acquire_many(1).map(|_p| record()).unwrap(),
-                        3 => Arc::clone(&sem2).acquire_owned().map(|_p| record()).unwrap(),
-                        _ => sem2.try_acquire_many_until(1, Instant::now() + WAIT).map(|_p| record()).unwrap(),
+                        3 => Arc::clone(&sem2)
+                            .acquire_owned()
+                            .map(|_p| record())
+                            .unwrap(),
+                        _ => sem2
+                            .try_acquire_many_until(1, Instant::now() + WAIT)
+                            .map(|_p| record())
+                            .unwrap(),
                     }
                 });
                 wait_queued(&sem, i + 1); // queue them one by one
@@ -278,7 +331,9 @@ fn big_request_at_the_head_holds_back_smaller_ones() {
         let w1 = {
             let (sem, got) = (Arc::clone(&sem), got.clone());
             spawn(move || {
-                let permit = sem.try_acquire_many_for(3, WAIT).expect("W1 (3 permits) timed out");
+                let permit = sem
+                    .try_acquire_many_for(3, WAIT)
+                    .expect("W1 (3 permits) timed out");
                 got.send("W1").unwrap();
                 w1_may_release.recv_timeout(LONG).unwrap();
                 drop(permit);
@@ -296,12 +351,20 @@ fn big_request_at_the_head_holds_back_smaller_ones() {
         wait_queued(&sem, 2);
 
         sem.add_permits(1);
-        assert_eq!(acquired.recv_timeout(SETTLE), Err(RecvTimeoutError::Timeout), "W2 overtook W1");
+        assert_eq!(
+            acquired.recv_timeout(SETTLE),
+            Err(RecvTimeoutError::Timeout),
+            "W2 overtook W1"
+        );
         assert_eq!((sem.available_permits(), sem.queue_length()), (1, 2));
 
         sem.add_permits(2);
         assert_eq!(acquired.recv_timeout(LONG), Ok("W1"));
-        assert_eq!(acquired.recv_timeout(SETTLE), Err(RecvTimeoutError::Timeout), "W2 got a permit W1 holds");
+        assert_eq!(
+            acquired.recv_timeout(SETTLE),
+            Err(RecvTimeoutError::Timeout),
+            "W2 got a permit W1 holds"
+        );
         assert_eq!((sem.available_permits(), sem.queue_length()), (0, 1));
 
         release_w1.send(()).unwrap();
@@ -320,13 +383,19 @@ fn one_release_wakes_every_waiter_it_can_satisfy() {
         for by_drop in [false, true] {
             eprintln!("release by dropping a permit: {by_drop}");
             let sem = mode.arc(if by_drop { 3 } else { 0 });
-            let held = if by_drop { Some(Arc::clone(&sem).try_acquire_many_owned(3).unwrap()) } else { None };
+            let held = if by_drop {
+                Some(Arc::clone(&sem).try_acquire_many_owned(3).unwrap())
+            } else {
+                None
+            };
             let (tx, rx) = mpsc::channel();
             let waiters: Vec<_> = (0..4)
                 .map(|i| {
                     let (sem2, tx) = (Arc::clone(&sem), tx.clone());
                     let t = spawn(move || {
-                        sem2.try_acquire_for(WAIT).expect("waiter timed out").forget();
+                        sem2.try_acquire_for(WAIT)
+                            .expect("waiter timed out")
+                            .forget();
                         tx.send(i).unwrap();
                     });
                     wait_queued(&sem, i + 1);
@@ -338,11 +407,20 @@ fn one_release_wakes_every_waiter_it_can_satisfy() {
                 Some(permit) => drop(permit),
                 None => sem.add_permits(3),
             }
-            let mut first: Vec<_> =
-                (0..3).map(|_| rx.recv_timeout(LONG).expect("a satisfiable waiter slept")).collect();
+            let mut first: Vec<_> = (0..3)
+                .map(|_| rx.recv_timeout(LONG).expect("a satisfiable waiter slept"))
+                .collect();
             first.sort_unstable();
-            assert_eq!(first, [0, 1, 2], "the first three in queue order must be served");
-            assert_eq!(rx.recv_timeout(SETTLE), Err(RecvTimeoutError::Timeout), "a fourth waiter acquired");
+            assert_eq!(
+                first,
+                [0, 1, 2],
+                "the first three in queue order must be served"
+            );
+            assert_eq!(
+                rx.recv_timeout(SETTLE),
+                Err(RecvTimeoutError::Timeout),
+                "a fourth waiter acquired"
+            );
             assert_eq!((sem.available_permits(), sem.queue_length()), (0, 1));
 
             sem.add_permits(1);
@@ -369,7 +447,9 @@ fn propagation_stops_at_the_first_waiter_that_does_not_fit() {
             .map(|(i, &n)| {
                 let (sem2, tx) = (Arc::clone(&sem), tx.clone());
                 let t = spawn(move || {
-                    sem2.try_acquire_many_for(n, WAIT).expect("waiter timed out").forget();
+                    sem2.try_acquire_many_for(n, WAIT)
+                        .expect("waiter timed out")
+                        .forget();
                     tx.send(i).unwrap();
                 });
                 wait_queued(&sem, i + 1);
@@ -377,13 +457,20 @@ fn propagation_stops_at_the_first_waiter_that_does_not_fit() {
             })
             .collect();
         sem.add_permits(3);
-        let mut first = [rx.recv_timeout(LONG).unwrap(), rx.recv_timeout(LONG).unwrap()];
+        let mut first = [
+            rx.recv_timeout(LONG).unwrap(),
+            rx.recv_timeout(LONG).unwrap(),
+        ];
         first.sort_unstable();
         assert_eq!(first, [0, 1]);
         assert_eq!(rx.recv_timeout(SETTLE), Err(RecvTimeoutError::Timeout));
         assert_eq!((sem.available_permits(), sem.queue_length()), (0, 1));
         sem.add_permits(1);
-        assert_eq!(rx.recv_timeout(SETTLE), Err(RecvTimeoutError::Timeout), "a 2-permit waiter took 1");
+        assert_eq!(
+            rx.recv_timeout(SETTLE),
+            Err(RecvTimeoutError::Timeout),
+            "a 2-permit waiter took 1"
+        );
         sem.add_permits(1);
         assert_eq!(rx.recv_timeout(LONG), Ok(2));
         for w in waiters {
@@ -429,7 +516,11 @@ fn two_close_releases_wake_two_waiters() {
             sem.add_permits(1);
             second.join();
             for (i, w) in waiters.into_iter().enumerate() {
-                assert_eq!(w.join(), Ok(()), "round {round}: waiter {i} missed its permit");
+                assert_eq!(
+                    w.join(),
+                    Ok(()),
+                    "round {round}: waiter {i} missed its permit"
+                );
             }
             assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0));
         }
@@ -448,7 +539,10 @@ fn timed_wait_gives_up_after_its_deadline_and_leaves_the_queue() {
             let sem = mode.sem(0);
             let timeout = Duration::from_millis(20);
             let start = Instant::now();
-            assert_eq!(sem.try_acquire_for(timeout).unwrap_err(), TryAcquireError::NoPermits);
+            assert_eq!(
+                sem.try_acquire_for(timeout).unwrap_err(),
+                TryAcquireError::NoPermits
+            );
             assert!(start.elapsed() >= timeout, "gave up before its timeout");
             assert_eq!(sem.queue_length(), 0);
             assert!(!sem.has_queued_threads());
@@ -456,7 +550,10 @@ fn timed_wait_gives_up_after_its_deadline_and_leaves_the_queue() {
             // A timed request for more than is free takes nothing.
             sem.add_permits(1);
             let deadline = Instant::now() + timeout;
-            assert_eq!(sem.try_acquire_many_until(2, deadline).unwrap_err(), TryAcquireError::NoPermits);
+            assert_eq!(
+                sem.try_acquire_many_until(2, deadline).unwrap_err(),
+                TryAcquireError::NoPermits
+            );
             assert!(Instant::now() >= deadline, "gave up before its deadline");
             assert_eq!((sem.available_permits(), sem.queue_length()), (1, 0));
 
@@ -498,12 +595,18 @@ fn owned_timed_waits_are_woken_and_time_out() {
                 let _all = sem.try_acquire_many(3).unwrap();
                 let timeout = Duration::from_millis(20);
                 let start = Instant::now();
-                assert!(is_no_permits(Arc::clone(&sem).try_acquire_owned_for(timeout)));
+                assert!(is_no_permits(
+                    Arc::clone(&sem).try_acquire_owned_for(timeout)
+                ));
                 assert!(start.elapsed() >= timeout, "gave up before its timeout");
                 let deadline = Instant::now() + timeout;
-                assert!(is_no_permits(Arc::clone(&sem).try_acquire_owned_until(deadline)));
+                assert!(is_no_permits(
+                    Arc::clone(&sem).try_acquire_owned_until(deadline)
+                ));
                 assert!(Instant::now() >= deadline, "gave up before its deadline");
-                assert!(is_no_permits(Arc::clone(&sem).try_acquire_many_owned_for(1, timeout)));
+                assert!(is_no_permits(
+                    Arc::clone(&sem).try_acquire_many_owned_for(1, timeout)
+                ));
                 assert_eq!(sem.queue_length(), 0);
             })
         };
@@ -541,7 +644,9 @@ fn timed_out_waiter_in_the_middle_does_not_break_the_queue() {
 /// A moment near `deadline` that moves with `round`: from 40 µs before it
 /// to 140 µs after, where a timed waiter's wake-up races the release.
 fn around(deadline: Instant, round: usize) -> Instant {
-    let early = deadline.checked_sub(Duration::from_micros(40)).unwrap_or(deadline);
+    let early = deadline
+        .checked_sub(Duration::from_micros(40))
+        .unwrap_or(deadline);
     early + Duration::from_micros((round % 10) as u64 * 20)
 }
 
@@ -570,8 +675,16 @@ fn permit_released_at_the_deadline_is_never_swallowed() {
             sem.add_permits(1);
             let got = waiter.join();
             taken += usize::from(got);
-            assert_eq!(sem.queue_length(), 0, "round {round}: the waiter stayed counted");
-            assert_eq!(sem.available_permits(), usize::from(!got), "round {round}: waiter got it: {got}");
+            assert_eq!(
+                sem.queue_length(),
+                0,
+                "round {round}: the waiter stayed counted"
+            );
+            assert_eq!(
+                sem.available_permits(),
+                usize::from(!got),
+                "round {round}: waiter got it: {got}"
+            );
         }
         eprintln!("the timed waiter won {taken} of {rounds} races");
     });
@@ -607,8 +720,15 @@ fn permit_released_to_a_timing_out_waiter_passes_to_the_next() {
             } else {
                 passed_on += 1;
             }
-            assert!(patient.join(), "round {round}: the permit was lost; the patient waiter timed out");
-            assert_eq!((sem.available_permits(), sem.queue_length()), (0, 0), "round {round}");
+            assert!(
+                patient.join(),
+                "round {round}: the permit was lost; the patient waiter timed out"
+            );
+            assert_eq!(
+                (sem.available_permits(), sem.queue_length()),
+                (0, 0),
+                "round {round}"
+            );
         }
         eprintln!("the permit went to the patient waiter in {passed_on} of {rounds} rounds");
     });
@@ -620,10 +740,24 @@ fn permit_released_to_a_timing_out_waiter_passes_to_the_next() {
 fn zero_timeout_and_past_deadline_take_free_permits_or_fail_at_once() {
     both_modes(|mode| {
         let sem = mode.arc(3);
-        assert_eq!(sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits()), Ok(1));
-        assert_eq!(sem.try_acquire_until(past()).map(|p| p.num_permits()), Ok(1));
-        assert_eq!(sem.try_acquire_many_for(2, Duration::ZERO).map(|p| p.num_permits()), Ok(2));
-        assert_eq!(sem.try_acquire_many_until(3, past()).map(|p| p.num_permits()), Ok(3));
+        assert_eq!(
+            sem.try_acquire_for(Duration::ZERO).map(|p| p.num_permits()),
+            Ok(1)
+        );
+        assert_eq!(
+            sem.try_acquire_until(past()).map(|p| p.num_permits()),
+            Ok(1)
+        );
+        assert_eq!(
+            sem.try_acquire_many_for(2, Duration::ZERO)
+                .map(|p| p.num_permits()),
+            Ok(2)
+        );
+        assert_eq!(
+            sem.try_acquire_many_until(3, past())
+                .map(|p| p.num_permits()),
+            Ok(3)
+        );
 
         sem.forget_permits(2);
         let t = {
@@ -656,7 +790,10 @@ fn duration_max_waits_without_overflow() {
         wait_queued(&sem, 1);
         let two = {
             let sem = Arc::clone(&sem);
-            spawn(move || sem.try_acquire_many_for(2, Duration::MAX).map(|p| p.forget()))
+            spawn(move || {
+                sem.try_acquire_many_for(2, Duration::MAX)
+                    .map(|p| p.forget())
+            })
         };
         wait_queued(&sem, 2);
         sem.add_permits(3);
@@ -672,7 +809,9 @@ fn duration_max_waits_without_overflow() {
         wait_queued(&sem, 1);
         if let Some(far) = Instant::now().checked_add(Duration::from_secs(100 * 365 * 24 * 3600)) {
             let sem2 = Arc::clone(&sem);
-            waiters.push(spawn(move || sem2.try_acquire_until(far).map(|p| p.forget())));
+            waiters.push(spawn(move || {
+                sem2.try_acquire_until(far).map(|p| p.forget())
+            }));
             wait_queued(&sem, 2);
         }
         sem.close();
@@ -702,10 +841,19 @@ fn close_wakes_every_waiter_with_an_error() {
         let timed: Vec<TimedWaiter> = vec![
             Box::new(|s| s.try_acquire_for(WAIT).map(|p| p.num_permits())),
             Box::new(|s| s.try_acquire_many_for(2, WAIT).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_until(Instant::now() + WAIT).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_many_until(3, Instant::now() + WAIT).map(|p| p.num_permits())),
+            Box::new(|s| {
+                s.try_acquire_until(Instant::now() + WAIT)
+                    .map(|p| p.num_permits())
+            }),
+            Box::new(|s| {
+                s.try_acquire_many_until(3, Instant::now() + WAIT)
+                    .map(|p| p.num_permits())
+            }),
             Box::new(|s| s.try_acquire_owned_for(WAIT).map(|p| p.num_permits())),
-            Box::new(|s| s.try_acquire_many_owned_until(2, Instant::now() + WAIT).map(|p| p.num_permits())),
+            Box::new(|s| {
+                s.try_acquire_many_owned_until(2, Instant::now() + WAIT)
+                    .map(|p| p.num_permits())
+            }),
         ];
         let mut queued = 0;
         let blocking: Vec<_> = blocking
@@ -763,16 +911,26 @@ fn closed_semaphore_refuses_acquires_but_still_counts_permits() {
                 assert_eq!(sem.acquire().unwrap_err(), AcquireError);
                 assert_eq!(sem.acquire_many(2).unwrap_err(), AcquireError);
                 assert_eq!(Arc::clone(&sem).acquire_owned().unwrap_err(), AcquireError);
-                assert_eq!(Arc::clone(&sem).acquire_many_owned(2).unwrap_err(), AcquireError);
+                assert_eq!(
+                    Arc::clone(&sem).acquire_many_owned(2).unwrap_err(),
+                    AcquireError
+                );
                 assert_eq!(sem.try_acquire().unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_many(2).unwrap_err(), closed);
                 assert_eq!(Arc::clone(&sem).try_acquire_owned().unwrap_err(), closed);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned(2).unwrap_err(), closed);
+                assert_eq!(
+                    Arc::clone(&sem).try_acquire_many_owned(2).unwrap_err(),
+                    closed
+                );
                 assert_eq!(sem.try_acquire_for(Duration::ZERO).unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_for(WAIT).unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_until(past()).unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_many_for(2, WAIT).unwrap_err(), closed);
-                assert_eq!(sem.try_acquire_many_until(2, Instant::now() + WAIT).unwrap_err(), closed);
+                assert_eq!(
+                    sem.try_acquire_many_until(2, Instant::now() + WAIT)
+                        .unwrap_err(),
+                    closed
+                );
             })
         };
         t.join();
@@ -839,7 +997,10 @@ fn add_permits_past_max_panics_and_changes_nothing() {
         #[cfg(target_pointer_width = "64")]
         {
             let msg = expect_panic(|| sem.add_permits(MAX + 1));
-            assert!(msg.contains("add_permits") && msg.contains("MAX_PERMITS"), "unclear message: {msg}");
+            assert!(
+                msg.contains("add_permits") && msg.contains("MAX_PERMITS"),
+                "unclear message: {msg}"
+            );
             assert_eq!((sem.available_permits(), sem.queue_length()), (MAX - 1, 1));
         }
 
@@ -869,20 +1030,34 @@ fn requests_above_max_permits_panic_at_once() {
                 let calls: [(&str, &dyn Fn()); 8] = [
                     ("acquire_many", &|| drop(sem.acquire_many(TOO_MANY))),
                     ("try_acquire_many", &|| drop(sem.try_acquire_many(TOO_MANY))),
-                    ("try_acquire_many_for", &|| drop(sem.try_acquire_many_for(TOO_MANY, WAIT))),
-                    ("try_acquire_many_until", &|| drop(sem.try_acquire_many_until(TOO_MANY, Instant::now() + WAIT))),
-                    ("acquire_many_owned", &|| drop(Arc::clone(&sem).acquire_many_owned(TOO_MANY))),
-                    ("try_acquire_many_owned", &|| drop(Arc::clone(&sem).try_acquire_many_owned(TOO_MANY))),
+                    ("try_acquire_many_for", &|| {
+                        drop(sem.try_acquire_many_for(TOO_MANY, WAIT))
+                    }),
+                    ("try_acquire_many_until", &|| {
+                        drop(sem.try_acquire_many_until(TOO_MANY, Instant::now() + WAIT))
+                    }),
+                    ("acquire_many_owned", &|| {
+                        drop(Arc::clone(&sem).acquire_many_owned(TOO_MANY))
+                    }),
+                    ("try_acquire_many_owned", &|| {
+                        drop(Arc::clone(&sem).try_acquire_many_owned(TOO_MANY))
+                    }),
                     ("try_acquire_many_owned_for", &|| {
                         drop(Arc::clone(&sem).try_acquire_many_owned_for(TOO_MANY, WAIT))
                     }),
                     ("try_acquire_many_owned_until", &|| {
-                        drop(Arc::clone(&sem).try_acquire_many_owned_until(TOO_MANY, Instant::now() + WAIT))
+                        drop(
+                            Arc::clone(&sem)
+                                .try_acquire_many_owned_until(TOO_MANY, Instant::now() + WAIT),
+                        )
                     }),
                 ];
                 for (name, call) in calls {
                     let msg = expect_panic(call);
-                    assert!(msg.contains(name) && msg.contains("MAX_PERMITS"), "{name}: unclear message: {msg}");
+                    assert!(
+                        msg.contains(name) && msg.contains("MAX_PERMITS"),
+                        "{name}: unclear message: {msg}"
+                    );
                 }
             })
         };
@@ -909,13 +1084,45 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
             spawn(move || {
                 assert_eq!(sem.acquire_many(0).unwrap().num_permits(), 0);
                 assert_eq!(sem.try_acquire_many(0).unwrap().num_permits(), 0);
-                assert_eq!(sem.try_acquire_many_for(0, Duration::ZERO).unwrap().num_permits(), 0);
+                assert_eq!(
+                    sem.try_acquire_many_for(0, Duration::ZERO)
+                        .unwrap()
+                        .num_permits(),
+                    0
+                );
                 assert_eq!(sem.try_acquire_many_for(0, WAIT).unwrap().num_permits(), 0);
-                assert_eq!(sem.try_acquire_many_until(0, past()).unwrap().num_permits(), 0);
-                assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap().num_permits(), 0);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap().num_permits(), 0);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_for(0, WAIT).unwrap().num_permits(), 0);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_until(0, past()).unwrap().num_permits(), 0);
+                assert_eq!(
+                    sem.try_acquire_many_until(0, past()).unwrap().num_permits(),
+                    0
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .acquire_many_owned(0)
+                        .unwrap()
+                        .num_permits(),
+                    0
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned(0)
+                        .unwrap()
+                        .num_permits(),
+                    0
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned_for(0, WAIT)
+                        .unwrap()
+                        .num_permits(),
+                    0
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned_until(0, past())
+                        .unwrap()
+                        .num_permits(),
+                    0
+                );
             })
         };
         zero.join();
@@ -928,14 +1135,36 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
             let sem = Arc::clone(&sem);
             spawn(move || {
                 assert_eq!(sem.acquire_many(0).unwrap_err(), AcquireError);
-                assert_eq!(sem.try_acquire_many(0).unwrap_err(), TryAcquireError::Closed);
-                assert_eq!(sem.try_acquire_many_for(0, WAIT).unwrap_err(), TryAcquireError::Closed);
-                assert_eq!(sem.try_acquire_many_until(0, past()).unwrap_err(), TryAcquireError::Closed);
-                assert_eq!(Arc::clone(&sem).acquire_many_owned(0).unwrap_err(), AcquireError);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned(0).unwrap_err(), TryAcquireError::Closed);
-                assert_eq!(Arc::clone(&sem).try_acquire_many_owned_for(0, WAIT).unwrap_err(), TryAcquireError::Closed);
                 assert_eq!(
-                    Arc::clone(&sem).try_acquire_many_owned_until(0, past()).unwrap_err(),
+                    sem.try_acquire_many(0).unwrap_err(),
+                    TryAcquireError::Closed
+                );
+                assert_eq!(
+                    sem.try_acquire_many_for(0, WAIT).unwrap_err(),
+                    TryAcquireError::Closed
+                );
+                assert_eq!(
+                    sem.try_acquire_many_until(0, past()).unwrap_err(),
+                    TryAcquireError::Closed
+                );
+                assert_eq!(
+                    Arc::clone(&sem).acquire_many_owned(0).unwrap_err(),
+                    AcquireError
+                );
+                assert_eq!(
+                    Arc::clone(&sem).try_acquire_many_owned(0).unwrap_err(),
+                    TryAcquireError::Closed
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned_for(0, WAIT)
+                        .unwrap_err(),
+                    TryAcquireError::Closed
+                );
+                assert_eq!(
+                    Arc::clone(&sem)
+                        .try_acquire_many_owned_until(0, past())
+                        .unwrap_err(),
                     TryAcquireError::Closed
                 );
             })
@@ -965,7 +1194,11 @@ fn release_happens_before_the_acquire_that_takes_the_permit() {
             // dropping a permit the writer held from the start.
             let by_drop = round % 4 >= 2;
             let sem = mode.arc(usize::from(by_drop));
-            let writer_permit = if by_drop { Some(sem.try_acquire().unwrap()) } else { None };
+            let writer_permit = if by_drop {
+                Some(sem.try_acquire().unwrap())
+            } else {
+                None
+            };
             let plain = Arc::new(AtomicUsize::new(0));
             let slot = Arc::new(AtomicPtr::<[usize; 4]>::new(ptr::null_mut()));
             let reader = {
@@ -974,7 +1207,10 @@ fn release_happens_before_the_acquire_that_takes_the_permit() {
                     let _permit = sem.try_acquire_for(WAIT).expect("reader timed out");
                     let seen = plain.load(Relaxed);
                     let boxed = slot.swap(ptr::null_mut(), Relaxed);
-                    assert!(!boxed.is_null(), "round {round}: the pointer store was not visible");
+                    assert!(
+                        !boxed.is_null(),
+                        "round {round}: the pointer store was not visible"
+                    );
                     // SAFETY: the writer made the pointer with `Box::into_raw`
                     // and gave up ownership; we swapped it out, so we own it.
                     let data = unsafe { Box::from_raw(boxed) };
@@ -987,13 +1223,20 @@ fn release_happens_before_the_acquire_that_takes_the_permit() {
                 wait_queued(&sem, 1);
             }
             plain.store(round + 1, Relaxed);
-            slot.store(Box::into_raw(Box::new([round, round + 1, round + 2, round + 3])), Relaxed);
+            slot.store(
+                Box::into_raw(Box::new([round, round + 1, round + 2, round + 3])),
+                Relaxed,
+            );
             match writer_permit {
                 Some(permit) => drop(permit),
                 None => sem.add_permits(1),
             }
             let (seen, data) = reader.join();
-            assert_eq!(seen, round + 1, "round {round}: a relaxed store before the release was not seen");
+            assert_eq!(
+                seen,
+                round + 1,
+                "round {round}: a relaxed store before the release was not seen"
+            );
             assert_eq!(data, [round, round + 1, round + 2, round + 3]);
         }
     });
@@ -1026,9 +1269,15 @@ fn every_public_type_is_debug() {
         assert!(s.contains(field), "{s:?} lacks {field:?}");
     }
     let p = format!("{permit:?}");
-    assert!(p.contains("SemaphorePermit") && p.contains("permits: 2"), "{p}");
+    assert!(
+        p.contains("SemaphorePermit") && p.contains("permits: 2"),
+        "{p}"
+    );
     let o = format!("{owned:?}");
-    assert!(o.contains("OwnedSemaphorePermit") && o.contains("permits: 1"), "{o}");
+    assert!(
+        o.contains("OwnedSemaphorePermit") && o.contains("permits: 1"),
+        "{o}"
+    );
     assert!(format!("{:?}", Semaphore::new(0)).contains("fair: false"));
     assert_eq!(format!("{AcquireError:?}"), "AcquireError");
     assert_eq!(format!("{:?}", TryAcquireError::Closed), "Closed");
@@ -1039,7 +1288,10 @@ fn every_public_type_is_debug() {
 fn errors_display_classify_and_convert() {
     assert_eq!(AcquireError.to_string(), "semaphore closed");
     assert_eq!(TryAcquireError::Closed.to_string(), "semaphore closed");
-    assert_eq!(TryAcquireError::NoPermits.to_string(), "no permits available");
+    assert_eq!(
+        TryAcquireError::NoPermits.to_string(),
+        "no permits available"
+    );
     assert!(TryAcquireError::Closed.is_closed() && !TryAcquireError::Closed.is_no_permits());
     assert!(TryAcquireError::NoPermits.is_no_permits() && !TryAcquireError::NoPermits.is_closed());
     assert_eq!(TryAcquireError::from(AcquireError), TryAcquireError::Closed);
@@ -1098,7 +1350,11 @@ fn forget_and_drain_leave_waiters_queued() {
         assert_eq!(sem.queue_length(), 1);
         sem.add_permits(3);
         assert_eq!(waiter.join(), Ok(2));
-        assert_eq!((sem.available_permits(), sem.queue_length()), (3, 0), "the waiter's permit came back");
+        assert_eq!(
+            (sem.available_permits(), sem.queue_length()),
+            (3, 0),
+            "the waiter's permit came back"
+        );
     });
 }
 
@@ -1116,7 +1372,10 @@ fn queue_length_counts_queued_threads() {
             .collect();
         wait_queued(&sem, n);
         assert!(sem.has_queued_threads());
-        assert!(format!("{sem:?}").contains(&format!("queued: {n}")), "{sem:?}");
+        assert!(
+            format!("{sem:?}").contains(&format!("queued: {n}")),
+            "{sem:?}"
+        );
         sem.add_permits(n - 1);
         wait_queued(&sem, 1);
         assert!(sem.has_queued_threads());
@@ -1138,13 +1397,18 @@ fn static_semaphores_work() {
     let held = FAIR.try_acquire().unwrap();
     let waiter = spawn(|| {
         let fair = FAIR.try_acquire_for(WAIT).map(|p| p.num_permits());
-        let nonfair = NONFAIR.try_acquire_many_for(2, WAIT).map(|p| p.num_permits());
+        let nonfair = NONFAIR
+            .try_acquire_many_for(2, WAIT)
+            .map(|p| p.num_permits());
         (fair, nonfair)
     });
     wait_queued(&FAIR, 1);
     drop(held);
     assert_eq!(waiter.join(), (Ok(1), Ok(2)));
-    assert_eq!((NONFAIR.available_permits(), FAIR.available_permits()), (2, 1));
+    assert_eq!(
+        (NONFAIR.available_permits(), FAIR.available_permits()),
+        (2, 1)
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1160,7 +1424,10 @@ fn stress_never_exceeds_the_limit_and_conserves_permits() {
 
     fn hold(held: &AtomicUsize, max: &AtomicUsize, n: usize) {
         let now = held.fetch_add(n, SeqCst) + n;
-        assert!(now <= PERMITS, "{now} permits held at once (limit {PERMITS})");
+        assert!(
+            now <= PERMITS,
+            "{now} permits held at once (limit {PERMITS})"
+        );
         max.fetch_max(now, Relaxed);
         thread::yield_now();
         held.fetch_sub(n, SeqCst);
@@ -1195,7 +1462,9 @@ fn stress_never_exceeds_the_limit_and_conserves_permits() {
                                 }
                             }
                             3 => {
-                                if let Ok(p) = sem.try_acquire_many_for(2, Duration::from_micros(200)) {
+                                if let Ok(p) =
+                                    sem.try_acquire_many_for(2, Duration::from_micros(200))
+                                {
                                     hold(p.num_permits());
                                     acquired += 1;
                                 }
@@ -1228,7 +1497,14 @@ fn stress_never_exceeds_the_limit_and_conserves_permits() {
         // executes; so no count is asserted beyond that, and the bound above
         // and the conservation below are the test.
         assert!(max.load(SeqCst) >= 1, "nobody ever held a permit");
-        assert_eq!((sem.available_permits(), sem.queue_length()), (PERMITS, 0), "permits were lost or created");
-        eprintln!("{acquired} acquisitions, at most {} permits held at once", max.load(SeqCst));
+        assert_eq!(
+            (sem.available_permits(), sem.queue_length()),
+            (PERMITS, 0),
+            "permits were lost or created"
+        );
+        eprintln!(
+            "{acquired} acquisitions, at most {} permits held at once",
+            max.load(SeqCst)
+        );
     });
 }

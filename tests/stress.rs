@@ -28,7 +28,9 @@ use aqs::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 /// Multiplier from `AQS_STRESS_ITERS` (default 1).
 fn scale() -> usize {
     match std::env::var("AQS_STRESS_ITERS") {
-        Ok(v) => v.parse().unwrap_or_else(|_| panic!("AQS_STRESS_ITERS must be a positive integer, not {v:?}")),
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("AQS_STRESS_ITERS must be a positive integer, not {v:?}")),
         Err(_) => 1,
     }
 }
@@ -50,7 +52,10 @@ fn threads(normal: usize) -> usize {
 /// The bound on a wait that must succeed: a lost wake-up or a lost permit
 /// turns into a failure after this long.
 fn generous() -> Duration {
-    let secs = std::env::var("AQS_STRESS_WAIT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let secs = std::env::var("AQS_STRESS_WAIT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
     Duration::from_secs(secs)
 }
 
@@ -61,7 +66,11 @@ fn watchdog() -> Duration {
 
 fn both(f: impl Fn(Arc<Semaphore>)) {
     for fair in [false, true] {
-        let sem = Arc::new(if fair { Semaphore::new_fair(0) } else { Semaphore::new(0) });
+        let sem = Arc::new(if fair {
+            Semaphore::new_fair(0)
+        } else {
+            Semaphore::new(0)
+        });
         f(sem);
     }
 }
@@ -71,7 +80,10 @@ fn both(f: impl Fn(Arc<Semaphore>)) {
 fn must_acquire(sem: &Semaphore, n: usize) -> aqs::SemaphorePermit<'_> {
     match sem.try_acquire_many_for(n, generous()) {
         Ok(p) => p,
-        Err(e) => panic!("waited {:?} for {n} permits ({e:?}): lost wake-up or lost permit? {sem:?}", generous()),
+        Err(e) => panic!(
+            "waited {:?} for {n} permits ({e:?}): lost wake-up or lost permit? {sem:?}",
+            generous()
+        ),
     }
 }
 
@@ -97,10 +109,15 @@ fn run<T: Send + 'static>(n: usize, f: impl Fn(usize) -> T + Send + Sync + 'stat
         match finished.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(()) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break, // a panic: join reports it
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!("a worker did not finish within {:?}", watchdog()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("a worker did not finish within {:?}", watchdog())
+            }
         }
     }
-    handles.into_iter().map(|h| h.join().expect("a worker panicked")).collect()
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("a worker panicked"))
+        .collect()
 }
 
 /// Polls `cond` until it holds, failing after [`generous`].
@@ -128,14 +145,21 @@ struct InUse {
 
 impl InUse {
     fn new(max: usize) -> Self {
-        InUse { now: AtomicUsize::new(0), max }
+        InUse {
+            now: AtomicUsize::new(0),
+            max,
+        }
     }
 
     /// Call after acquiring `n`.
     #[track_caller]
     fn take(&self, n: usize) {
         let now = self.now.fetch_add(n, SeqCst) + n;
-        assert!(now <= self.max, "{now} permits in use, but the semaphore has only {}", self.max);
+        assert!(
+            now <= self.max,
+            "{now} permits in use, but the semaphore has only {}",
+            self.max
+        );
     }
 
     /// Call before releasing `n`.
@@ -147,7 +171,11 @@ impl InUse {
 /// Checks that the semaphore is quiescent with exactly `permits` available.
 #[track_caller]
 fn settled(sem: &Semaphore, permits: usize) {
-    assert_eq!(sem.available_permits(), permits, "permits not conserved: {sem:?}");
+    assert_eq!(
+        sem.available_permits(),
+        permits,
+        "permits not conserved: {sem:?}"
+    );
     assert_eq!(sem.queue_length(), 0, "a waiter is still counted: {sem:?}");
     // And they are really there: a generous wait for all of them succeeds.
     if !sem.is_closed() {
@@ -166,7 +194,11 @@ fn contended_acquires_never_exceed_the_permits() {
         run(threads(4), move |t| {
             for i in 0..iters(3_000, 6) {
                 // Mostly single permits, sometimes two or all three at once.
-                let n = if (i + t) % 5 == 0 { 1 + (i + t) % PERMITS } else { 1 };
+                let n = if (i + t) % 5 == 0 {
+                    1 + (i + t) % PERMITS
+                } else {
+                    1
+                };
                 let mut p = must_acquire(&s, n);
                 u.take(n);
                 work(i);
@@ -204,7 +236,9 @@ fn timeouts_racing_releases_lose_no_permit() {
                             to.fetch_add(1, SeqCst);
                             continue;
                         }
-                        Err(TryAcquireError::Closed) => panic!("Closed from a semaphore nobody closes"),
+                        Err(TryAcquireError::Closed) => {
+                            panic!("Closed from a semaphore nobody closes")
+                        }
                     }
                 } else {
                     must_acquire(&s, 1)
@@ -249,7 +283,11 @@ fn fair_pair_with_a_timing_out_third_serves_every_acquire() {
             drop(p);
         }
     });
-    assert_eq!(served.load(SeqCst), 2 * rounds, "an untimed acquire returned without its permit");
+    assert_eq!(
+        served.load(SeqCst),
+        2 * rounds,
+        "an untimed acquire returned without its permit"
+    );
     settled(&sem, 1);
 }
 
@@ -279,7 +317,9 @@ fn cancelled_waiters_between_live_ones_are_skipped() {
                                 g.fetch_add(1, SeqCst);
                                 false
                             }
-                            other => panic!("no permits exist yet, but a short waiter got {other:?}"),
+                            other => {
+                                panic!("no permits exist yet, but a short waiter got {other:?}")
+                            }
                         }
                     }
                 })
@@ -370,7 +410,11 @@ fn close_races_waiters_and_releases() {
     const PERMITS: usize = 1;
     for fair in [false, true] {
         for round in 0..iters(40, 2) {
-            let sem = Arc::new(if fair { Semaphore::new_fair(PERMITS) } else { Semaphore::new(PERMITS) });
+            let sem = Arc::new(if fair {
+                Semaphore::new_fair(PERMITS)
+            } else {
+                Semaphore::new(PERMITS)
+            });
             let in_use = Arc::new(InUse::new(PERMITS));
             let (s, u) = (Arc::clone(&sem), Arc::clone(&in_use));
             let workers = thread::spawn(move || {
@@ -387,7 +431,10 @@ fn close_races_waiters_and_releases() {
                             }
                             Err(TryAcquireError::Closed) => return acquired,
                             Err(TryAcquireError::NoPermits) => {
-                                panic!("waited {:?} on a semaphore with a cycling permit", generous())
+                                panic!(
+                                    "waited {:?} on a semaphore with a cycling permit",
+                                    generous()
+                                )
                             }
                         }
                     }
@@ -500,7 +547,11 @@ fn dropping_semaphores_frees_queue_and_retired_nodes() {
     // Under valgrind, any node the drop misses is "definitely lost".
     for round in 0..iters(60, 2) {
         let fair = round % 2 == 0;
-        let sem = Arc::new(if fair { Semaphore::new_fair(0) } else { Semaphore::new(0) });
+        let sem = Arc::new(if fair {
+            Semaphore::new_fair(0)
+        } else {
+            Semaphore::new(0)
+        });
         let s = Arc::clone(&sem);
         let timed_out: usize = run(threads(3), move |i| {
             let wait = Duration::from_micros(50 + 100 * ((i + round) % 5) as u64);

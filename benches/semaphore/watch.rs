@@ -127,14 +127,19 @@ fn watch() -> std::sync::MutexGuard<'static, Watch> {
 pub fn configure(default: Duration) {
     let patience = match std::env::var("AQS_BENCH_PATIENCE") {
         Ok(s) => Duration::from_secs(
-            s.trim().parse().unwrap_or_else(|_| panic!("AQS_BENCH_PATIENCE must be whole seconds, got {s:?}")),
+            s.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("AQS_BENCH_PATIENCE must be whole seconds, got {s:?}")),
         ),
         Err(_) => default,
     };
-    let pinned_rt = std::env::var("AQS_BENCH_ROUND_TRIP").ok().map(|s| match s.trim().parse::<f64>() {
-        Ok(x) if x > 0.0 && x.is_finite() => x,
-        _ => panic!("AQS_BENCH_ROUND_TRIP must be a positive number of ns, got {s:?}"),
-    });
+    let pinned_rt =
+        std::env::var("AQS_BENCH_ROUND_TRIP")
+            .ok()
+            .map(|s| match s.trim().parse::<f64>() {
+                Ok(x) if x > 0.0 && x.is_finite() => x,
+                _ => panic!("AQS_BENCH_ROUND_TRIP must be a positive number of ns, got {s:?}"),
+            });
     {
         let mut w = watch();
         w.patience = Some(patience);
@@ -151,10 +156,15 @@ pub fn configure(default: Duration) {
         }
         looks.push(look());
     }
-    let typical = (median(looks.iter().map(|l| l.0).collect()), median(looks.iter().map(|l| l.1).collect()));
+    let typical = (
+        median(looks.iter().map(|l| l.0).collect()),
+        median(looks.iter().map(|l| l.1).collect()),
+    );
     let rt_min = looks.iter().map(|l| l.1).fold(f64::INFINITY, f64::min);
     let rt_max = looks.iter().map(|l| l.1).fold(f64::NEG_INFINITY, f64::max);
-    let pinned = pinned_rt.map_or(String::new(), |x| format!(", pinned to {x:.1} ns by AQS_BENCH_ROUND_TRIP"));
+    let pinned = pinned_rt.map_or(String::new(), |x| {
+        format!(", pinned to {x:.1} ns by AQS_BENCH_ROUND_TRIP")
+    });
     println!(
         "watch: reference from {CALIBRATION} looks: critical section {:.1} ns, round trip {:.1} ns (range {rt_min:.1} \
          to {rt_max:.1}){pinned}; patience {} s",
@@ -227,7 +237,9 @@ impl Watch {
             return None;
         }
         let cs = median(self.reference.iter().map(|r| r.0).collect());
-        let rt = self.pinned_rt.unwrap_or_else(|| median(self.reference.iter().map(|r| r.1).collect()));
+        let rt = self
+            .pinned_rt
+            .unwrap_or_else(|| median(self.reference.iter().map(|r| r.1).collect()));
         Some((cs, rt))
     }
 
@@ -235,13 +247,19 @@ impl Watch {
         let Some((tcs, trt)) = self.typical() else {
             return false;
         };
-        let out = |x: f64, t: f64| x.is_finite() && t.is_finite() && !(t / OFF <= x && x <= t * OFF);
+        let out =
+            |x: f64, t: f64| x.is_finite() && t.is_finite() && !(t / OFF <= x && x <= t * OFF);
         out(cs, tcs) || out(rt, trt)
     }
 
     fn keep(&mut self, at: &str, (cs_ns, round_trip_ns): (f64, f64), after_sample: bool) {
         self.reference.push((cs_ns, round_trip_ns));
-        self.kept.push(Look { at: at.to_string(), cs_ns, round_trip_ns, after_sample });
+        self.kept.push(Look {
+            at: at.to_string(),
+            cs_ns,
+            round_trip_ns,
+            after_sample,
+        });
     }
 
     /// Books a wait that slept: `waited` comes off the run's patience.
@@ -249,7 +267,11 @@ impl Watch {
         self.waits += 1;
         self.waited += waited;
         self.gave_up += u32::from(gave_up);
-        self.patience = Some(self.patience.unwrap_or(Duration::ZERO).saturating_sub(waited));
+        self.patience = Some(
+            self.patience
+                .unwrap_or(Duration::ZERO)
+                .saturating_sub(waited),
+        );
     }
 
     fn describe(&self, (cs, rt): (f64, f64)) -> String {
@@ -269,7 +291,11 @@ fn settle(at: &str) -> ((f64, f64), bool) {
         if !w.off(l) {
             if slept {
                 let waited = start.elapsed();
-                println!("watch {at:<40} in line again after {:.0} s: {}", waited.as_secs_f64(), w.describe(l));
+                println!(
+                    "watch {at:<40} in line again after {:.0} s: {}",
+                    waited.as_secs_f64(),
+                    w.describe(l)
+                );
                 w.account(waited, false);
             }
             return (l, true);
@@ -316,7 +342,9 @@ pub fn open(at: &str) {
 }
 
 fn print_look(at: &str, (cs, rt): (f64, f64)) {
-    println!("sentinel {at:<40} critical section alone {cs:>6.1} ns   spin round trip {rt:>6.1} ns");
+    println!(
+        "sentinel {at:<40} critical section alone {cs:>6.1} ns   spin round trip {rt:>6.1} ns"
+    );
 }
 
 /// Takes a look named `at` without waiting (the end of a run: nothing is
@@ -348,7 +376,10 @@ pub fn checked(at: &str, mut sample: impl FnMut() -> Duration) -> Duration {
             return d;
         }
         w.redone += 1;
-        println!("watch {at:<40} off after a sample, measuring it again: {}", w.describe(l));
+        println!(
+            "watch {at:<40} off after a sample, measuring it again: {}",
+            w.describe(l)
+        );
         drop(w);
         may_wait = settle(at).1;
     }
