@@ -1,45 +1,32 @@
 #!/usr/bin/env bash
-# Proves the loom models have teeth: each mutant behind
-# `--cfg aqs_mutant="..."` (src/raw.rs, src/node.rs) must make a loom test fail
-# with the failure KIND that mutant causes (a lost wake-up is loom's
-# "deadlock"; a premature free is the freed-flag assertion or a causality
-# violation). A non-zero exit for any other reason (compile error, loom's
+# Proves the loom models have teeth: each planted bug in tests/mutants/*.patch
+# is applied to a scratch copy of the crate, and a loom model must then fail
+# with the failure KIND that bug causes (a lost wake-up is loom's
+# "deadlock"; a premature free is the freed-node assertion or a causality
+# violation; an orphaned node is the models' own check). A non-zero exit for
+# any other reason (a patch that no longer applies, a compile error, loom's
 # branch limit, a timeout, another assertion) does NOT count as caught. The
-# same tests also run on the unmutated build, which must pass, so a broken
+# same models also run on the unpatched crate, which must pass, so a broken
 # model cannot pass for a catch. Exits 0 only if the clean build passes and
-# every mutant is caught. Runs only the tests needed, one loom job at a time.
+# every planted bug is caught. One loom job at a time.
 #
 # Usage: bash scripts/loom-mutants.sh            (from any directory)
 #
-# Build trick: the mutant cfg is passed to the `aqs` crate only, through this
-# script acting as RUSTC_WRAPPER, so loom and its dependencies are compiled
-# once (in target/loom-mutants) and each mutant only rebuilds `aqs` and the
-# test. The clean build uses target/loom, shared with scripts/loom.sh.
+# The protocol code carries no trace of the bugs. A patch is a unified diff
+# against src/ (`patch -p1`); to write a new one, edit a copy of the crate
+# and `diff -u` it, with a first paragraph saying what the bug is.
+#
+# Build: the scratch copy lives at one fixed path (target/mutant-src) and
+# builds into one target dir (target/loom-mutants), so loom and the other
+# dependencies compile once and each bug only rebuilds `aqs`.
 set -euo pipefail
-
-# RUSTC_WRAPPER mode: cargo runs `$RUSTC_WRAPPER rustc args...`.
-if [[ -n "${AQS_LOOM_MUTANT:-}" && "${1:-}" != "" && "$(basename -- "$1")" == rustc* ]]; then
-  rustc=$1
-  shift
-  extra=()
-  prev=
-  for arg in "$@"; do
-    if [[ $prev == --crate-name && $arg == aqs ]]; then
-      extra=(--cfg "aqs_mutant=\"${AQS_LOOM_MUTANT}\"")
-    fi
-    prev=$arg
-  done
-  exec "$rustc" "$@" "${extra[@]}"
-fi
-
 cd "$(dirname "$0")/.."
 root=$(pwd)
-script="$root/scripts/loom-mutants.sh"
-unset LOOM_MAX_PREEMPTIONS LOOM_CHECKPOINT_FILE AQS_LOOM_MUTANT
-export RUSTFLAGS="--cfg loom"
+unset LOOM_MAX_PREEMPTIONS LOOM_CHECKPOINT_FILE
+export RUSTFLAGS="--cfg aqs_loom"
 export CARGO_TERM_COLOR=never
 
-# mutant | test name filter (exact) | what its failure must say
+# planted bug | model (exact name under queue::loom_models) | what its failure must say
 deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
 orphan='a queue node outlived its waiter'
@@ -60,35 +47,52 @@ mutants=(
   "yield_unguarded|add_permits_wakes_two_waiters_fair_yielding|$freed"
 )
 
+# Every patch file has a row above, and every row a patch file.
+for p in tests/mutants/*.patch; do
+  name=$(basename "$p" .patch)
+  printf '%s\n' "${mutants[@]}" | grep -q "^${name}|" || { echo "no model listed for $p"; exit 1; }
+done
+
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT
 t_all=$(date +%s)
 declare -a summary=()
 failed=0
+scratch="$root/target/mutant-src"
 
-# Builds the loom test binary in target dir $1 and prints its path.
+# Copies the clean crate to the scratch path, as a workspace of its own.
+fresh_copy() {
+  mkdir -p "$scratch"
+  rm -rf "$scratch/src"
+  cp -r "$root/src" "$scratch/src"
+  cp "$root/Cargo.lock" "$scratch/"
+  # The scratch crate is alone: no benchmark member.
+  sed -e '/^\[workspace\]/,$d' "$root/Cargo.toml" >"$scratch/Cargo.toml"
+  printf '\n[workspace]\n' >>"$scratch/Cargo.toml"
+  cp "$root/README.md" "$scratch/" # the crate's doctests include it
+}
+
+# Builds the lib's loom test binary of the crate in $1 into target dir $2
+# and prints its path.
 build() {
-  local dir=$1
-  CARGO_TARGET_DIR="$dir" cargo test --release --test loom --no-run --message-format=json 2>"$log_dir/build.err" |
+  (cd "$1" && CARGO_TARGET_DIR="$2" cargo test --release --lib --no-run --message-format=json 2>"$log_dir/build.err") |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
 }
 
-# Runs the exact test $2 of binary $1 (at most 10 minutes); output to $3.
-# Returns the test's status.
+# Runs the exact model $2 of binary $1 (at most 10 minutes); output to $3.
 run_test() {
-  local bin=$1 name=$2 out=$3
-  timeout 600 "$bin" --exact "$name" --test-threads 1 >"$out" 2>&1
+  timeout 600 "$1" --exact "queue::loom_models::$2" --test-threads 1 >"$3" 2>&1
 }
 
-# --- the clean build must pass the very tests that catch the mutants
+# --- the clean build must pass the very models that catch the bugs
 t0=$(date +%s)
-bin=$(build "$root/target/loom") || { cat "$log_dir/build.err"; exit 1; }
+bin=$(build "$root" "$root/target/loom") || { cat "$log_dir/build.err"; exit 1; }
 [[ -n $bin ]] || { cat "$log_dir/build.err"; echo "clean build: no test binary"; exit 1; }
 echo "clean build: $(($(date +%s) - t0))s"
 declare -A checked=()
 for entry in "${mutants[@]}"; do
   IFS='|' read -r mutant name _ <<<"$entry"
-  [[ -n ${checked[$name]:-} ]] && continue # several mutants share a model
+  [[ -n ${checked[$name]:-} ]] && continue # several bugs share a model
   checked[$name]=1
   t0=$(date +%s)
   if run_test "$bin" "$name" "$log_dir/clean-$name.log" &&
@@ -99,27 +103,28 @@ for entry in "${mutants[@]}"; do
     failed=1
     tail -n 30 "$log_dir/clean-$name.log"
   fi
-  line=$(printf 'clean    %-16s %-38s %4ss  %s' "-" "$name" "$(($(date +%s) - t0))" "$verdict")
+  line=$(printf 'clean    %-16s %-42s %4ss  %s' "-" "$name" "$(($(date +%s) - t0))" "$verdict")
   echo "$line"
   summary+=("$line")
 done
 
-# --- every mutant must be caught, with the right kind of failure
-mutant_dir="$root/target/loom-mutants"
+# --- every planted bug must be caught, with the right kind of failure
 for entry in "${mutants[@]}"; do
   IFS='|' read -r mutant name pattern <<<"$entry"
   t0=$(date +%s)
-  # Force `aqs` (and the test) to be rebuilt with this mutant; the
-  # dependencies stay compiled.
-  rm -rf "$mutant_dir"/release/.fingerprint/aqs-*
-  if ! bin=$(AQS_LOOM_MUTANT="$mutant" RUSTC_WRAPPER="$script" build "$mutant_dir") || [[ -z $bin ]]; then
+  fresh_copy
+  if ! (cd "$scratch" && patch -p1 --quiet --forward <"$root/tests/mutants/$mutant.patch") >"$log_dir/patch.log" 2>&1; then
+    cat "$log_dir/patch.log"
+    verdict="NOT CAUGHT (the patch no longer applies)"
+    failed=1
+  elif ! bin=$(build "$scratch" "$root/target/loom-mutants") || [[ -z $bin ]]; then
     cat "$log_dir/build.err"
     verdict="NOT CAUGHT (build failed)"
     failed=1
   else
     out="$log_dir/$mutant.log"
     if run_test "$bin" "$name" "$out"; then
-      verdict="NOT CAUGHT (test passed)"
+      verdict="NOT CAUGHT (model passed)"
       failed=1
     elif grep -q "test result: FAILED. 0 passed; 1 failed" "$out" && grep -Eq "$pattern" "$out"; then
       verdict="caught: $(grep -Eo "$pattern" "$out" | head -n 1)"
@@ -129,7 +134,7 @@ for entry in "${mutants[@]}"; do
       tail -n 30 "$out"
     fi
   fi
-  line=$(printf 'mutant   %-16s %-38s %4ss  %s' "$mutant" "$name" "$(($(date +%s) - t0))" "$verdict")
+  line=$(printf 'mutant   %-16s %-42s %4ss  %s' "$mutant" "$name" "$(($(date +%s) - t0))" "$verdict")
   echo "$line"
   summary+=("$line")
 done

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Runs the loom model-checking suite (tests/loom.rs) and prints each step's
-# elapsed time. Every test sets its own preemption bound (see the comment
-# above it); LOOM_MAX_PREEMPTIONS, if set, can only lower those bounds.
+# Runs the loom model-checking suite (the `loom_models` modules inside the
+# crate: the core's in src/queue/, each synchronizer's beside it) and prints
+# each model's elapsed time. Every model sets its own preemption bound (see
+# the comment above it); LOOM_MAX_PREEMPTIONS, if set, can only lower those.
 #
-# Usage: bash scripts/loom.sh [extra libtest args, e.g. a test name filter]
+# Usage: bash scripts/loom.sh [a model name filter]
 #
 # The suite is exactly:
-#   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
-#       cargo test --release --test loom
+#   RUSTFLAGS="--cfg aqs_loom" CARGO_TARGET_DIR=target/loom \
+#       cargo test --release --lib loom_models
+#
+# The cfg is the crate's own, so dependencies build as usual under it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export RUSTFLAGS="--cfg loom"
+export RUSTFLAGS="--cfg aqs_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
 export CARGO_TERM_COLOR=never
 
@@ -26,15 +29,13 @@ step() {
 }
 
 t_all=$(date +%s)
-# Lint of the loom build: the library and every test target (the test files
-# other than tests/loom.rs are `#![cfg(not(loom))]`, so they compile to
-# nothing here; this keeps them that way, and keeps the loom-only code clean).
+# Lint of the loom build: the library and its loom models.
 step "loom build check" cargo clippy --release --lib --tests -- -D warnings
-step "loom build" cargo test --release --test loom --no-run
-# One test at a time (each is single-threaded and CPU-bound), each timed.
-mapfile -t tests < <(cargo test --release --test loom -q -- --list "$@" 2>/dev/null | sed -n 's/: test$//p')
-[[ ${#tests[@]} -gt 0 ]] || { echo "no loom tests matched"; exit 1; }
+step "loom build" cargo test --release --lib --no-run
+# One model at a time (each is single-threaded and CPU-bound), each timed.
+mapfile -t tests < <(cargo test --release --lib -q -- --list "${1:-loom_models}" 2>/dev/null | sed -n 's/: test$//p')
+[[ ${#tests[@]} -gt 0 ]] || { echo "no loom models matched"; exit 1; }
 for t in "${tests[@]}"; do
-  step "loom ${t}" cargo test --release --test loom -q -- --exact "${t}"
+  step "loom ${t}" cargo test --release --lib -q -- --exact "${t}"
 done
 echo "loom total: $(($(date +%s) - t_all))s"

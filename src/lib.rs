@@ -42,8 +42,9 @@
 //! # Design
 //!
 //! `docs/design.md` in the repository explains the queue, the memory
-//! reclamation argument and the memory-ordering choices; `src/raw.rs` opens
-//! with the same material next to the code.
+//! reclamation argument and the memory-ordering choices; `src/queue/mod.rs`
+//! opens with the state table, the invariants and the JDK mapping next to
+//! the code.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
@@ -52,11 +53,12 @@
 compile_error!("aqs needs 64-bit atomics (its state word is an AtomicU64)");
 
 mod error;
-mod node;
+mod loom;
+mod park;
 mod permit;
-mod raw;
+mod queue;
 mod semaphore;
-mod sync;
+mod spin;
 
 pub use error::{AcquireError, TryAcquireError};
 pub use permit::{OwnedSemaphorePermit, SemaphorePermit};

@@ -38,7 +38,7 @@ fn foreign_merge() -> ! {
 }
 
 /// Two permits of one semaphore never hold more than its `total`, which is
-/// at most `MAX_PERMITS` (`semaphore.rs`, invariant 1).
+/// at most `MAX_PERMITS` (`semaphore.rs`, S1).
 #[inline]
 fn merged(a: u32, b: u32) -> u32 {
     a.checked_add(b)

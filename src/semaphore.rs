@@ -2,37 +2,37 @@
 //!
 //! # Invariants
 //!
-//! Besides the core's state word (`raw.rs`), a semaphore keeps `total`: the
+//! Besides the core's state word (`queue/mod.rs`), a semaphore keeps `total`: the
 //! permits in existence, that is the available ones plus those held by live
 //! permits (a forgotten permit's no longer count).
 //!
-//! 1. `total <= MAX_PERMITS` (`u32::MAX`) at every point of its modification
-//!    order: `new` checks it, `add_permits` raises it with a checked
-//!    read-modify-write and panics, changing nothing, if it would pass.
-//! 2. `total` is raised *before* permits are added to the state word and
-//!    lowered *after* they are gone for good (`forget`, `forget_permits`,
-//!    `drain_permits`), every change an `AcqRel` RMW.
-//! 3. Hence a permit's return never overflows: `available + returned <=
-//!    total <= MAX_PERMITS`. An `add_permits` whose increment comes after a
-//!    forget's decrement in `total`'s order synchronizes with it (the
-//!    decrement heads a release sequence the increment reads), so the
-//!    forgotten permits' acquire happens-before, and therefore precedes in
-//!    the state word's order, the permits that add put in; an increment
-//!    whose add is not yet in the state word only over-counts. This is the
-//!    promise `Policy::release_adds` makes to the core, which lets a permit's
-//!    drop be a single `fetch_add` (and never panic).
+//! * **S1.** `total <= MAX_PERMITS` (`u32::MAX`) at every point of its modification
+//!   order: `new` checks it, `add_permits` raises it with a checked
+//!   read-modify-write and panics, changing nothing, if it would pass.
+//! * **S2.** `total` is raised *before* permits are added to the state word and
+//!   lowered *after* they are gone for good (`forget`, `forget_permits`,
+//!   `drain_permits`), every change an `AcqRel` RMW.
+//! * **S3.** Hence a permit's return never overflows: `available + returned <=
+//!   total <= MAX_PERMITS`. An `add_permits` whose increment comes after a
+//!   forget's decrement in `total`'s order synchronizes with it (the
+//!   decrement heads a release sequence the increment reads), so the
+//!   forgotten permits' acquire happens-before, and therefore precedes in
+//!   the state word's order, the permits that add put in; an increment
+//!   whose add is not yet in the state word only over-counts. This is the
+//!   promise `Policy::release_adds` makes to the core, which lets a permit's
+//!   drop be a single `fetch_add` (and never panic).
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{AcquireError, TryAcquireError};
-use crate::permit::{OwnedSemaphorePermit, SemaphorePermit};
-use crate::raw::{self, AcquireFailed, Acquired, RawSync, SharedPolicy, TryAcquire};
-use crate::sync::{
+use crate::loom::{
     AtomicU32,
     Ordering::{AcqRel, Acquire},
 };
+use crate::permit::{OwnedSemaphorePermit, SemaphorePermit};
+use crate::queue::{self, AcquireFailed, Acquired, Discipline, RawSync, SharedPolicy, TryAcquire};
 
 /// A counting semaphore: a number of permits that threads acquire and
 /// release, blocking while too few are available.
@@ -141,7 +141,7 @@ use crate::sync::{
 pub struct Semaphore {
     raw: RawSync,
     policy: Policy,
-    /// Permits in existence: available plus held (module invariants). Only
+    /// Permits in existence: available plus held (S1, S2). Only
     /// `add_permits` and the forgetting calls touch it, never acquire or
     /// release.
     total: AtomicU32,
@@ -167,8 +167,12 @@ impl SharedPolicy for Policy {
     }
 
     #[inline]
-    fn barging(&self) -> bool {
-        !self.fair
+    fn discipline(&self) -> Discipline {
+        if self.fair {
+            Discipline::Fifo
+        } else {
+            Discipline::Barging
+        }
     }
 
     fn out_of_turn(&self) -> bool {
@@ -189,10 +193,10 @@ impl SharedPolicy for Policy {
     fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
         value
             .checked_add(arg)
-            .expect("aqs: more permits returned than exist (invariant 3 broken)")
+            .expect("aqs: more permits returned than exist (S3 broken)")
     }
 
-    /// Invariant 3: `available + returned <= total <= u32::MAX`.
+    /// S3: `available + returned <= total <= u32::MAX`.
     #[inline]
     fn release_adds(&self) -> bool {
         true
@@ -242,7 +246,7 @@ impl Semaphore {
     /// # Panics
     ///
     /// If `permits` exceeds [`Semaphore::MAX_PERMITS`].
-    #[cfg(not(loom))]
+    #[cfg(not(aqs_loom))]
     pub const fn new(permits: usize) -> Self {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -271,7 +275,7 @@ impl Semaphore {
     /// drop(permit);
     /// assert!(sem.try_acquire().is_ok());
     /// ```
-    #[cfg(not(loom))]
+    #[cfg(not(aqs_loom))]
     pub const fn new_fair(permits: usize) -> Self {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -281,7 +285,7 @@ impl Semaphore {
     }
 
     /// The constructors check `permits` first, so their panics name them.
-    #[cfg(not(loom))]
+    #[cfg(not(aqs_loom))]
     const fn with_fairness(permits: usize, fair: bool) -> Self {
         Semaphore {
             raw: RawSync::new(permits as u32),
@@ -291,18 +295,18 @@ impl Semaphore {
     }
 
     /// Creates a nonfair semaphore (loom build: not `const`).
-    #[cfg(loom)]
+    #[cfg(aqs_loom)]
     pub fn new(permits: usize) -> Self {
         Self::with_fairness(permits, false)
     }
 
     /// Creates a fair semaphore (loom build: not `const`).
-    #[cfg(loom)]
+    #[cfg(aqs_loom)]
     pub fn new_fair(permits: usize) -> Self {
         Self::with_fairness(permits, true)
     }
 
-    #[cfg(loom)]
+    #[cfg(aqs_loom)]
     fn with_fairness(permits: usize, fair: bool) -> Self {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -313,35 +317,6 @@ impl Semaphore {
             policy: Policy { fair },
             total: AtomicU32::new(permits as u32),
         }
-    }
-
-    /// loom build only, for the models' end-of-run checks: the number of
-    /// queue nodes that are neither the head nor cancelled. With nobody
-    /// waiting it must be 0: a live node without a waiting owner would take
-    /// the wake-ups aimed at whoever queues behind it.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn loom_live_nodes(&self) -> usize {
-        self.raw.live_nodes()
-    }
-
-    /// loom build only: sets the queue's armed bit with nobody asleep on it
-    /// (see `RawSync::disarm_stale`), a state that real runs reach, so that a
-    /// model can start there instead of paying preemptions to get there.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn loom_arm_stale(&self) {
-        self.raw.arm_stale();
-    }
-
-    /// loom build only: lets this semaphore's fair waiters yield once before
-    /// they park, as real builds do early in every wait (`YIELD_WINDOW` in
-    /// `raw.rs`). The models that do not call it never yield.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn loom_yield_before_parking(mut self) -> Self {
-        self.raw.loom_yield_before_parking();
-        self
     }
 
     /// Whether this semaphore is fair (made by [`Semaphore::new_fair`]).
@@ -750,7 +725,7 @@ impl Semaphore {
 
     /// The number of permits available now (a snapshot).
     pub fn available_permits(&self) -> usize {
-        raw::value_of(self.raw.state()) as usize
+        queue::value_of(self.raw.state()) as usize
     }
 
     /// Closes the semaphore: wakes every queued acquirer with an error, and
@@ -777,7 +752,7 @@ impl Semaphore {
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        raw::is_closed(self.raw.state())
+        queue::is_closed(self.raw.state())
     }
 
     /// Whether any thread is queued waiting for permits (a snapshot).
@@ -788,17 +763,17 @@ impl Semaphore {
     /// The number of threads queued waiting for permits (a snapshot; threads
     /// that are in the middle of joining or leaving may or may not count).
     pub fn queue_length(&self) -> usize {
-        raw::waiters_of(self.raw.state()) as usize
+        queue::waiters_of(self.raw.state()) as usize
     }
 
     /// Returns `n` permits (a permit's drop, or `add_permits` after raising
-    /// `total`). Never panics (invariant 3).
+    /// `total`). Never panics (S3).
     #[inline]
     pub(crate) fn release(&self, n: u32) {
         self.raw.release_shared(&self.policy, n);
     }
 
-    /// Records that `n` permits are gone for good (invariant 2: after they
+    /// Records that `n` permits are gone for good (S2: after they
     /// left the state word or their permit was forgotten).
     pub(crate) fn forgotten(&self, n: u32) {
         if n > 0 {
@@ -847,10 +822,10 @@ impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.raw.state();
         f.debug_struct("Semaphore")
-            .field("permits", &raw::value_of(state))
+            .field("permits", &queue::value_of(state))
             .field("fair", &self.policy.fair)
-            .field("queued", &raw::waiters_of(state))
-            .field("closed", &raw::is_closed(state))
+            .field("queued", &queue::waiters_of(state))
+            .field("closed", &queue::is_closed(state))
             .finish()
     }
 }
@@ -862,7 +837,10 @@ impl Default for Semaphore {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, aqs_loom))]
+mod loom_models;
+
+#[cfg(all(test, not(aqs_loom)))]
 mod tests {
     use super::*;
 

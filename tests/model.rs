@@ -13,9 +13,10 @@
 //! Case counts are modest (tiny under Miri); failure persistence is off so
 //! the tests run on a read-only file system.
 
-// These tests run real threads and clocks; under `--cfg loom` the crate's
-// atomics are loom's, which only work inside `loom::model` (tests/loom.rs).
-#![cfg(not(loom))]
+// These tests run real threads and clocks; under `--cfg aqs_loom` the crate's
+// atomics are loom's, which only work inside `loom::model` (the crate's
+// `loom_models`).
+#![cfg(not(aqs_loom))]
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

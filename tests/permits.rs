@@ -2,9 +2,10 @@
 //! go back on drop (also when the holder panics), `forget` keeps them,
 //! `split` and `merge` move them without losing any.
 
-// These tests run real threads and clocks; under `--cfg loom` the crate's
-// atomics are loom's, which only work inside `loom::model` (tests/loom.rs).
-#![cfg(not(loom))]
+// These tests run real threads and clocks; under `--cfg aqs_loom` the crate's
+// atomics are loom's, which only work inside `loom::model` (the crate's
+// `loom_models`).
+#![cfg(not(aqs_loom))]
 
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};

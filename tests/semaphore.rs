@@ -7,9 +7,10 @@
 //! wake-up fails the test instead of hanging CI (waiters' own timeouts,
 //! [`WAIT`], are longer still). Loops scale down under Miri.
 
-// These tests run real threads and clocks; under `--cfg loom` the crate's
-// atomics are loom's, which only work inside `loom::model` (tests/loom.rs).
-#![cfg(not(loom))]
+// These tests run real threads and clocks; under `--cfg aqs_loom` the crate's
+// atomics are loom's, which only work inside `loom::model` (the crate's
+// `loom_models`).
+#![cfg(not(aqs_loom))]
 
 use std::any::Any;
 use std::hint::black_box;

@@ -14,9 +14,10 @@
 //!
 //! Under Miri the loops and thread counts shrink to a handful.
 
-// These tests run real threads and clocks; under `--cfg loom` the crate's
-// atomics are loom's, which only work inside `loom::model` (tests/loom.rs).
-#![cfg(not(loom))]
+// These tests run real threads and clocks; under `--cfg aqs_loom` the crate's
+// atomics are loom's, which only work inside `loom::model` (the crate's
+// `loom_models`).
+#![cfg(not(aqs_loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};

@@ -1,42 +1,46 @@
-//! Loom models of the queue: acquire, release, propagation, cancellation,
-//! close and node reclamation, each checked exhaustively within a preemption
-//! bound.
+//! Loom models of the queue core: acquire, release, propagation,
+//! cancellation, close and node reclamation, each checked exhaustively within
+//! a preemption bound, on a test policy with a counting semaphore's rules
+//! (`Permits`, fair or barging).
 //!
 //! Run (what `scripts/loom.sh` does):
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release --test loom
+//! RUSTFLAGS="--cfg aqs_loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release --lib loom_models
 //! ```
 //!
 //! Every model sets its own preemption bound (the comment above each test says
 //! which and why it is enough); `LOOM_MAX_PREEMPTIONS` can only lower it, for
-//! a quick smoke run. `scripts/loom-mutants.sh` shows that these models fail on
-//! the mutants behind `--cfg aqs_mutant="..."`.
+//! a quick smoke run. `scripts/loom-mutants.sh` shows that these models fail
+//! on the planted bugs in `tests/mutants/`.
 //!
 //! Every model is small: at most three spawned threads, the main thread often
 //! being a fourth participant. Timeouts are modelled inside the loom parking
-//! shim (`src/sync.rs`): a park with a deadline may time out at any moment, and
-//! `deadline_passed` is always false, so `try_acquire_for` reaches the cancel
+//! shim (`park.rs`): a park with a deadline may time out at any moment, and
+//! `deadline_passed` is always false, so a timed acquire reaches the cancel
 //! path deterministically.
 //!
 //! What every model checks:
 //! * no lost wake-up: a thread blocked forever is loom's "deadlock" failure;
-//! * conservation at the end: `available_permits()` is what was put in minus
-//!   what was kept, and `queue_length() == 0`;
+//! * conservation at the end: the value is what was put in minus what was
+//!   kept, and nobody is counted as waiting;
 //! * no orphaned node: with nobody waiting, every queue node but the head is
-//!   cancelled (`Semaphore::loom_live_nodes`, a loom-only hook);
+//!   cancelled (`RawSync::live_nodes`);
 //! * node reclamation: a node freed while another thread may still read it
 //!   fails with a causality violation or "used after it was freed"
-//!   (`src/node.rs`), and a node never freed is a loom leak.
-#![cfg(loom)]
+//!   (`node.rs`), and a node never freed is a loom leak.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use aqs::Semaphore;
 use loom::cell::UnsafeCell;
 use loom::thread;
+
+use super::policy::{Acquired, Discipline, SharedPolicy};
+use super::state::{is_closed, value_of, waiters_of, ARMED};
+use super::RawSync;
+use crate::loom::Ordering::AcqRel;
 
 /// Runs `f` under loom with at most `bound` preemptions per execution
 /// (lowered further by `LOOM_MAX_PREEMPTIONS` if that is set and smaller).
@@ -47,31 +51,118 @@ fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     builder.check(f);
 }
 
-fn semaphore(fair: bool, permits: usize) -> Arc<Semaphore> {
-    Arc::new(if fair {
-        Semaphore::new_fair(permits)
-    } else {
-        Semaphore::new(permits)
+/// A counting semaphore's rules, fair or barging: arrivals refuse while
+/// others queue when fair; woken waiters may take units out of turn, leaving
+/// a fair queue's waiters in front what they need; releases only add.
+struct Permits {
+    fair: bool,
+}
+
+impl SharedPolicy for Permits {
+    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
+        if self.fair && others_queued {
+            return None;
+        }
+        let left = value.checked_sub(arg)?;
+        Some(Acquired {
+            value: left,
+            propagate: left > 0,
+        })
+    }
+
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+        value.checked_add(arg).expect("overflow")
+    }
+
+    fn release_adds(&self) -> bool {
+        true
+    }
+
+    fn discipline(&self) -> Discipline {
+        if self.fair {
+            Discipline::Fifo
+        } else {
+            Discipline::Barging
+        }
+    }
+
+    fn out_of_turn(&self) -> bool {
+        true
+    }
+
+    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
+        let reserve = if self.fair { ahead } else { 0 };
+        let left = value.checked_sub(arg)?;
+        (left >= reserve).then_some(Acquired {
+            value: left,
+            propagate: left > 0,
+        })
+    }
+}
+
+/// The core and its policy: a semaphore without the public type's wrapping.
+struct Sem {
+    raw: RawSync,
+    policy: Permits,
+}
+
+impl Sem {
+    /// Blocks for `n`; false if closed.
+    fn acquire(&self, n: u32) -> bool {
+        self.raw.acquire_shared(&self.policy, n, None).is_ok()
+    }
+
+    /// One attempt at one unit, as an arrival.
+    fn try_acquire(&self) -> bool {
+        self.raw.try_acquire_shared(&self.policy, 1) == super::TryAcquire::Acquired
+    }
+
+    fn release(&self, n: u32) {
+        self.raw.release_shared(&self.policy, n);
+    }
+
+    /// Acquires `n` and gives them back (a permit dropped at once).
+    fn acquire_release(&self, n: u32) {
+        assert!(self.acquire(n), "closed");
+        self.release(n);
+    }
+
+    /// A timed acquire of one unit (it may time out at any moment under
+    /// loom); gives back what it got.
+    fn try_acquire_release_for(&self, timeout: Duration) {
+        let deadline = Some(Instant::now() + timeout);
+        if self.raw.acquire_shared(&self.policy, 1, deadline).is_ok() {
+            self.release(1);
+        }
+    }
+}
+
+fn semaphore(fair: bool, permits: u32) -> Arc<Sem> {
+    Arc::new(Sem {
+        raw: RawSync::new(permits),
+        policy: Permits { fair },
     })
 }
 
 /// A fair semaphore whose waiters yield once before they park, as real
-/// builds do early in every wait (`YIELD_WINDOW` in `src/raw.rs`). The other
-/// models leave that off: a waiter that yields and looks again before it
-/// parks takes more preemptions to catch asleep at the wrong moment, and
-/// three of the planted bugs then slip past their models' bounds.
-fn fair_yielding(permits: usize) -> Arc<Semaphore> {
-    Arc::new(Semaphore::new_fair(permits).loom_yield_before_parking())
+/// builds do early in every wait (`YIELD_WINDOW`). The other models leave
+/// that off: a waiter that yields and looks again before it parks takes more
+/// preemptions to catch asleep at the wrong moment, and three of the planted
+/// bugs then slip past their models' bounds.
+fn fair_yielding(permits: u32) -> Arc<Sem> {
+    let mut raw = RawSync::new(permits);
+    raw.loom_yields = true;
+    Arc::new(Sem {
+        raw,
+        policy: Permits { fair: true },
+    })
 }
 
-fn assert_quiescent(sem: &Semaphore, permits: usize) {
-    assert_eq!(
-        sem.available_permits(),
-        permits,
-        "permits were lost or invented"
-    );
-    assert_eq!(sem.queue_length(), 0, "a waiter is still counted");
-    assert_eq!(sem.loom_live_nodes(), 0, "a queue node outlived its waiter");
+fn assert_quiescent(sem: &Sem, permits: u32) {
+    let s = sem.raw.state();
+    assert_eq!(value_of(s), permits, "permits were lost or invented");
+    assert_eq!(waiters_of(s), 0, "a waiter is still counted");
+    assert_eq!(sem.raw.live_nodes(), 0, "a queue node outlived its waiter");
 }
 
 /// A critical section guarded by the permit: two holders at once, or a holder
@@ -104,7 +195,7 @@ impl Guarded {
 /// old one (R1). Bound 2: one preemption makes a contender queue behind the
 /// holder, a second places the release between a waiter's failed hook and its
 /// arming/parking, the shape `no_recheck` needs (it deadlocks here).
-fn one_permit_contenders(make: fn(usize) -> Arc<Semaphore>) {
+fn one_permit_contenders(make: fn(u32) -> Arc<Sem>) {
     check(2, move || {
         let sem = make(1);
         let cell = Arc::new(Guarded(UnsafeCell::new(0)));
@@ -112,14 +203,16 @@ fn one_permit_contenders(make: fn(usize) -> Arc<Semaphore>) {
             .map(|_| {
                 let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
                 thread::spawn(move || {
-                    let _p = sem.acquire().unwrap();
+                    assert!(sem.acquire(1), "closed");
                     cell.enter();
+                    sem.release(1);
                 })
             })
             .collect();
         {
-            let _p = sem.acquire().unwrap();
+            assert!(sem.acquire(1), "closed");
             cell.enter();
+            sem.release(1);
         }
         for t in threads {
             t.join().unwrap();
@@ -162,14 +255,14 @@ fn racing_releases(fair: bool) {
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
-                thread::spawn(move || sem.acquire().unwrap().forget())
+                thread::spawn(move || assert!(sem.acquire(1), "closed"))
             })
             .collect();
         let releaser = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || sem.add_permits(1))
+            thread::spawn(move || sem.release(1))
         };
-        sem.add_permits(1);
+        sem.release(1);
         releaser.join().unwrap();
         for w in waiters {
             w.join().unwrap();
@@ -202,16 +295,16 @@ fn regression_stale_tail_in_do_release_shared() {
 /// the enqueues (1) and the first waiter's propagation or the second's
 /// out-of-turn exit (2), which also covers a releaser holding the old head
 /// while the head moves (R1 under a stale reader).
-fn add_permits_two_waiters(make: fn(usize) -> Arc<Semaphore>) {
+fn add_permits_two_waiters(make: fn(u32) -> Arc<Sem>) {
     check(2, move || {
         let sem = make(0);
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
-                thread::spawn(move || sem.acquire().unwrap().forget())
+                thread::spawn(move || assert!(sem.acquire(1), "closed"))
             })
             .collect();
-        sem.add_permits(2);
+        sem.release(2);
         for w in waiters {
             w.join().unwrap();
         }
@@ -257,11 +350,11 @@ fn queue_after_out_of_turn_exit() {
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
-                thread::spawn(move || drop(sem.acquire().unwrap()))
+                thread::spawn(move || sem.acquire_release(1))
             })
             .collect();
-        sem.add_permits(2);
-        drop(sem.acquire_many(2).unwrap());
+        sem.release(2);
+        sem.acquire_release(2);
         for w in waiters {
             w.join().unwrap();
         }
@@ -301,14 +394,14 @@ fn acquire_many_at_head(fair: bool) {
         let sem = semaphore(fair, 0);
         let big = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || sem.acquire_many(2).unwrap().forget())
+            thread::spawn(move || assert!(sem.acquire(2), "closed"))
         };
         let small = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || sem.acquire().unwrap().forget())
+            thread::spawn(move || assert!(sem.acquire(1), "closed"))
         };
-        sem.add_permits(1);
-        sem.add_permits(2);
+        sem.release(1);
+        sem.release(2);
         big.join().unwrap();
         small.join().unwrap();
         assert_quiescent(&sem, 0);
@@ -346,18 +439,18 @@ fn cancel_races_release() {
 /// timed waiter (1 s) and an untimed one queue on an empty semaphore, main
 /// adds `permits`, each waiter gives back what it got, and all `permits` end
 /// available. Bound 2 (see the two tests).
-fn timed_and_untimed_waiters(fair: bool, permits: usize) {
+fn timed_and_untimed_waiters(fair: bool, permits: u32) {
     check(2, move || {
         let sem = semaphore(fair, 0);
         let timed = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
+            thread::spawn(move || sem.try_acquire_release_for(Duration::from_secs(1)))
         };
         let untimed = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.acquire().unwrap()))
+            thread::spawn(move || sem.acquire_release(1))
         };
-        sem.add_permits(permits);
+        sem.release(permits);
         timed.join().unwrap();
         untimed.join().unwrap();
         assert_quiescent(&sem, permits);
@@ -370,7 +463,7 @@ fn timed_and_untimed_waiters(fair: bool, permits: usize) {
 /// once the timed waiter has unlinked itself as the tail). `first` takes one,
 /// becomes head and propagates the other, consuming the `SIGNAL` that the
 /// timed waiter set on it. Two stale reads each lose main's wake-up:
-/// * P4 (`src/raw.rs`): the leaving timed waiter reads `first` as armed and
+/// * P4 (`queue/mod.rs`): the leaving timed waiter reads `first` as armed and
 ///   not yet head and leaves the wake-up to it, while `first` reads the timed
 ///   waiter as live and wakes it instead of main (the `unlink_load` mutant);
 /// * main, linked behind `first` after the timed waiter left, parks on the
@@ -385,14 +478,14 @@ fn timed_waiter_leaves_during_takeover(fair: bool) {
         let sem = semaphore(fair, 0);
         let first = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || sem.acquire().unwrap().forget())
+            thread::spawn(move || assert!(sem.acquire(1), "closed"))
         };
         let timed = {
             let sem = Arc::clone(&sem);
-            thread::spawn(move || drop(sem.try_acquire_for(Duration::from_secs(1))))
+            thread::spawn(move || sem.try_acquire_release_for(Duration::from_secs(1)))
         };
-        sem.add_permits(2);
-        drop(sem.acquire().unwrap());
+        sem.release(2);
+        sem.acquire_release(1);
         first.join().unwrap();
         timed.join().unwrap();
         assert_quiescent(&sem, 1);
@@ -424,17 +517,17 @@ fn close_races_queued_acquires() {
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let sem = Arc::clone(&sem);
-                thread::spawn(move || sem.acquire().is_err())
+                thread::spawn(move || !sem.acquire(1))
             })
             .collect();
-        sem.close();
+        sem.raw.close();
         for w in waiters {
             assert!(
                 w.join().unwrap(),
                 "acquired from a semaphore that never had a permit"
             );
         }
-        assert!(sem.is_closed());
+        assert!(is_closed(sem.raw.state()));
         assert_quiescent(&sem, 0);
     });
 }
@@ -443,7 +536,7 @@ fn close_races_queued_acquires() {
 // A stale armed bit.
 
 /// A barging release that finds the armed bit set but no SIGNAL on the head
-/// clears the bit (`RawSync::disarm_stale`); a waiter that armed the head and
+/// clears the bit (`disarm_stale`); a waiter that armed the head and
 /// published the bit in between must still be woken. One nonfair permit,
 /// held by main; the bit starts set with nobody asleep on it (a state real
 /// runs reach: a waiter publishes it and its re-check then acquires). `v`
@@ -464,33 +557,35 @@ fn stale_armed_bit_is_cleared_safely() {
     check(3, || {
         let sem = semaphore(false, 1);
         let cell = Arc::new(Guarded(UnsafeCell::new(0)));
-        sem.loom_arm_stale();
-        let held = sem.try_acquire().unwrap();
+        sem.raw.state.fetch_or(ARMED, AcqRel);
+        assert!(sem.try_acquire());
         let v = {
             let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
             thread::spawn(move || {
-                let _p = sem.acquire().unwrap();
+                assert!(sem.acquire(1), "closed");
                 cell.enter();
+                sem.release(1);
             })
         };
         let b = {
             let (sem, cell) = (Arc::clone(&sem), Arc::clone(&cell));
             thread::spawn(move || {
-                let Ok(_p) = sem.try_acquire() else {
+                if !sem.try_acquire() {
                     return false;
-                };
+                }
                 cell.enter();
                 // Holding: let `v` run through its arming and parking (a
                 // yield costs no preemption).
                 thread::yield_now();
+                sem.release(1);
                 true
             })
         };
         // Release only once `v` is counted (yields cost no preemption).
-        while sem.queue_length() == 0 {
+        while waiters_of(sem.raw.state()) == 0 {
             thread::yield_now();
         }
-        drop(held);
+        sem.release(1);
         v.join().unwrap();
         let barged = b.join().unwrap();
         assert_eq!(cell.total(), 1 + usize::from(barged));

@@ -1,0 +1,530 @@
+//! Acquiring: the arrival's CAS, joining the queue, and the one resumable
+//! acquire step that every waiter runs (`acquire` in JDK 14+, where it
+//! replaced JDK 8's `doAcquireShared` family).
+
+use std::ptr;
+use std::time::Instant;
+
+use super::node::{Node, CANCELLED, SIGNAL};
+use super::policy::{Discipline, SharedPolicy};
+use super::reclaim::Guard;
+use super::state::{after_take, is_closed, value_of, waiters_of, ARMED, ONE_WAITER};
+use super::RawSync;
+use crate::loom::{yield_now, Ordering::*};
+use crate::park::{deadline_passed, park, Parked};
+use crate::spin::{Spin, YieldWindow, SECOND_IN_LINE_RENEWALS, YIELD_WINDOW};
+
+/// The result of a non-blocking acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TryAcquire {
+    /// Acquired.
+    Acquired,
+    /// The policy refused; nothing changed.
+    Failed,
+    /// The synchronizer is closed.
+    Closed,
+}
+
+/// Why a blocking acquire gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AcquireFailed {
+    /// The synchronizer was closed.
+    Closed,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// What one [`Waiter::step`] ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Acquired; the waiter has left the queue (or heads it).
+    Acquired,
+    /// The synchronizer closed; the waiter has left the queue.
+    Closed,
+    /// The deadline passed; the waiter has left the queue.
+    TimedOut,
+    /// Armed (and published, A1): the caller may sleep until its node's wake
+    /// flag is set, then report how with [`Waiter::resume`] and step again.
+    Wait,
+}
+
+/// How a wait between two steps ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resumed {
+    /// The wake flag was set (and consumed): somebody woke us.
+    Woken,
+    /// Back without a wake-up (a yield that found the flag clear).
+    Unwoken,
+    /// The deadline passed while asleep.
+    TimedOut,
+}
+
+/// The first queued waiter's hook result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queued {
+    Acquired(bool),
+    Failed,
+    Closed,
+}
+
+/// One queued acquire: its node and every piece of its wait state. Made by
+/// [`RawSync::enqueue`] and driven by [`Waiter::step`] until that returns
+/// anything but [`Step::Wait`]; a blocking caller sleeps between steps
+/// ([`RawSync::acquire_shared`]).
+pub(crate) struct Waiter<'s> {
+    sync: &'s RawSync,
+    /// Our node: linked and counted (Q1) until a step leaves the queue. Only
+    /// we retire it while we wait (N1).
+    node: *mut Node,
+    arg: u32,
+    deadline: Option<Instant>,
+    /// How the last wait ended; `Woken` is consumed by the next step,
+    /// `TimedOut` stays until the step gives up.
+    resumed: Resumed,
+    /// The predecessor our last arming RMW armed (P1: a `SIGNAL` armed by
+    /// someone else is re-armed, not trusted).
+    armed_pred: *mut Node,
+    /// Whether the armed bit was published after the last arming (A1).
+    published: bool,
+    spin: Spin,
+    /// Whether we spent spin budget as second in line; becoming first then
+    /// restores the budget, once.
+    spun_second: bool,
+    /// Spin budgets left for waiting second in line.
+    renewals: u32,
+    /// Blocking waits only: yielding before parking (FIFO).
+    window: YieldWindow,
+}
+
+impl RawSync {
+    /// Tries to acquire without queueing, as an arriving thread.
+    #[inline]
+    pub(crate) fn try_acquire_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        self.arrive(policy, arg)
+    }
+
+    /// The arrival's CAS loop: load the word, let the policy decide, CAS.
+    #[inline]
+    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let acquired = if is_closed(s) {
+                None
+            } else {
+                policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0)
+            };
+            let Some(acquired) = acquired else {
+                return if is_closed(s) {
+                    TryAcquire::Closed
+                } else {
+                    TryAcquire::Failed
+                };
+            };
+            let next = after_take(s, acquired.value);
+            // AcqRel: Acquire pairs with the release that put the value there.
+            match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
+                Ok(_) => return TryAcquire::Acquired,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Acquires `arg`, queueing and parking until the policy agrees, the
+    /// synchronizer closes, or `deadline` passes.
+    #[inline]
+    pub(crate) fn acquire_shared<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        match self.try_acquire_shared(policy, arg) {
+            TryAcquire::Acquired => Ok(()),
+            TryAcquire::Closed => Err(AcquireFailed::Closed),
+            TryAcquire::Failed => {
+                if deadline.is_some_and(deadline_passed) {
+                    return Err(AcquireFailed::TimedOut);
+                }
+                self.acquire_slow(policy, arg, deadline)
+            }
+        }
+    }
+
+    /// Spins briefly, retrying as an arrival, before joining the queue: under
+    /// contention a value is usually back within a critical section's time,
+    /// far sooner than a park and wake-up round trip. Only barging policies
+    /// spin here, and only while nobody is queued (with waiters parked, the
+    /// value is unlikely to come free soon, and spinning would take CPU from
+    /// the threads that hold it; parking_lot's mutex uses the same rule).
+    /// Then it queues and sleeps between acquire steps.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        let discipline = policy.discipline();
+        let spin = Spin::new();
+        while discipline.arrival_spins() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin()
+        {
+            match self.arrive(policy, arg) {
+                TryAcquire::Acquired => return Ok(()),
+                TryAcquire::Closed => return Err(AcquireFailed::Closed),
+                TryAcquire::Failed => {}
+            }
+        }
+        let mut guard = Some(self.reclaim.enter());
+        let mut waiter = self.enqueue(arg, deadline, guard.as_ref().expect("entered above"));
+        loop {
+            let step = waiter.step(policy, guard.as_ref().expect("re-entered after every wait"));
+            match step {
+                Step::Acquired => return Ok(()),
+                Step::Closed => return Err(AcquireFailed::Closed),
+                Step::TimedOut => return Err(AcquireFailed::TimedOut),
+                Step::Wait => {
+                    // R6: never park, nor yield, inside a guard.
+                    drop(guard.take());
+                    waiter.wait_blocking(discipline);
+                    guard = Some(self.reclaim.enter());
+                }
+            }
+        }
+    }
+
+    /// Creates, links and counts a node asking for `arg` (`addWaiter`).
+    /// `arg` is at least 1: a request for nothing never waits (synchronizers
+    /// answer it without the core), and `wake_ahead` stops at a value that
+    /// covers nobody behind the first waiter.
+    pub(crate) fn enqueue(
+        &self,
+        arg: u32,
+        deadline: Option<Instant>,
+        guard: &Guard<'_>,
+    ) -> Waiter<'_> {
+        Waiter {
+            sync: self,
+            node: self.add_waiter(arg, guard),
+            arg,
+            deadline,
+            resumed: Resumed::Unwoken,
+            armed_pred: ptr::null_mut(),
+            published: false,
+            spin: Spin::new(),
+            spun_second: false,
+            renewals: SECOND_IN_LINE_RENEWALS,
+            window: YieldWindow::new(YIELD_WINDOW),
+        }
+    }
+
+    /// Links and counts a new node (inside a guard).
+    pub(super) fn add_waiter(&self, arg: u32, guard: &Guard<'_>) -> *mut Node {
+        debug_assert!(arg > 0, "a request for nothing was queued");
+        let node = Node::alloc(arg);
+        self.enq(node, guard);
+        // Q1 (P2): counted only after linking, by an RMW.
+        self.state.fetch_add(ONE_WAITER, AcqRel);
+        node
+    }
+
+    /// Links `node` at the tail, creating the dummy head on first use.
+    fn enq(&self, node: *mut Node, guard: &Guard<'_>) {
+        // SAFETY: freshly allocated and not yet published: ours alone.
+        let me = unsafe { guard.node(node) };
+        loop {
+            let t = self.tail.load(Acquire);
+            if t.is_null() {
+                self.init_queue();
+                continue;
+            }
+            me.prev.store(t, Relaxed);
+            // AcqRel: publishes `prev` and the node's initial fields.
+            if self.tail.compare_exchange(t, node, AcqRel, Acquire).is_ok() {
+                // SAFETY: R5: `t` was loaded from `tail` inside the guard.
+                unsafe { guard.node(t) }.next.store(node, Release);
+                return;
+            }
+        }
+    }
+
+    #[cold]
+    fn init_queue(&self) {
+        let dummy = Node::alloc(0);
+        match self
+            .head
+            .compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire)
+        {
+            Ok(_) => self.tail.store(dummy, Release),
+            Err(_) => {
+                // SAFETY: never published.
+                unsafe { Node::free(dummy) };
+                // Another thread installed the head and is about to set the
+                // tail (JDK `enq`); let it run.
+                yield_now();
+            }
+        }
+    }
+
+    /// A queued waiter's hook call: acquires and leaves the waiter count in
+    /// one CAS. `ahead` is `None` for the first waiter, and what the waiters
+    /// in front of an out-of-turn caller need otherwise.
+    fn try_acquire_queued<P: SharedPolicy>(
+        &self,
+        policy: &P,
+        arg: u32,
+        ahead: Option<u32>,
+    ) -> Queued {
+        let mut s = self.state.load(Acquire);
+        loop {
+            if is_closed(s) {
+                return Queued::Closed;
+            }
+            let acquired = match ahead {
+                None => policy.try_acquire_shared(value_of(s), arg, false),
+                Some(ahead) => policy.try_acquire_out_of_turn(value_of(s), arg, ahead),
+            };
+            let Some(acquired) = acquired else {
+                return Queued::Failed;
+            };
+            let new = after_take(s, acquired.value) - ONE_WAITER;
+            match self.state.compare_exchange_weak(s, new, AcqRel, Acquire) {
+                Ok(_) => return Queued::Acquired(acquired.propagate),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Whether `pred`, our predecessor, is the live first waiter and the value
+    /// it needs is there: it has been woken, or is about to take the value,
+    /// and we are next. A FIFO waiter spins there instead of parking, so that
+    /// two threads over one fair permit do not lock into a convoy in which
+    /// the second parks behind a first that is still waking, and every
+    /// permit costs a full wake-up. Only the second in line spins, and only
+    /// while the value waits, so with more threads than CPUs it rarely
+    /// happens and takes no CPU from the waiter being woken.
+    fn first_is_waking(&self, pred: &Node) -> bool {
+        let h = pred.prev.load(Acquire);
+        // A cancelled predecessor is for `should_park_after_failed_acquire`
+        // to skip, not to wait on.
+        !h.is_null()
+            && h == self.head.load(Acquire)
+            && pred.status.load(Acquire) != CANCELLED
+            && value_of(self.state.load(Acquire)) >= pred.need
+    }
+
+    /// The total need of the live waiters in front of `me` (our own node),
+    /// walking `prev` links to the head. Over-counts waiters that are leaving
+    /// or just became head; never misses one: every waiter ahead of us is on
+    /// our `prev` chain (Q2).
+    fn need_ahead(&self, me: &Node, guard: &Guard<'_>) -> u32 {
+        let mut sum = 0u32;
+        let mut p = me.prev.load(Relaxed); // only we write it (Q2)
+        loop {
+            // SAFETY: R5: our predecessor, or loaded from a `prev` link
+            // inside the guard.
+            let n = unsafe { guard.node(p) };
+            let prev = n.prev.load(Acquire);
+            if prev.is_null() {
+                return sum; // the head: it already has what it took
+            }
+            if n.status.load(Acquire) != CANCELLED {
+                sum = sum.saturating_add(n.need);
+            }
+            p = prev;
+        }
+    }
+
+    /// Arms `pred` to wake us, skipping cancelled predecessors first; returns
+    /// true only when `pred` is still armed by *our* RMW (`armed_pred` names
+    /// the node we last armed), so that the caller re-runs the hook once
+    /// after arming before it may park (P1).
+    ///
+    /// A `SIGNAL` that someone else wrote is re-armed, not trusted: a node
+    /// that was `pred`'s successor before us (it left, or we skipped it) armed
+    /// it for itself, and a release may have consumed that `SIGNAL` and woken
+    /// that node. A plain load can still return the consumed `SIGNAL`. Our
+    /// own RMW either comes before the consuming one, which then
+    /// synchronizes with it and wakes us, or reads it, and we re-check.
+    /// (JDK 8 trusts the load: its volatile reads are sequentially
+    /// consistent.)
+    fn should_park_after_failed_acquire(
+        &self,
+        pred: *mut Node,
+        node: *mut Node,
+        armed_pred: &mut *mut Node,
+        guard: &Guard<'_>,
+    ) -> bool {
+        // SAFETY: N1: our predecessor.
+        let ws = unsafe { guard.node(pred) }.status.load(Acquire);
+        if ws == SIGNAL && *armed_pred == pred {
+            return true;
+        }
+        if ws == CANCELLED {
+            self.skip_cancelled(node, pred, guard);
+        } else if self.arm(pred, guard) {
+            *armed_pred = pred;
+        }
+        false
+    }
+}
+
+impl Waiter<'_> {
+    /// Our own node (N1: nobody else retires it while we wait).
+    #[inline]
+    fn me<'g>(&self, guard: &'g Guard<'_>) -> &'g Node {
+        // SAFETY: N1: our own node, linked until this waiter leaves.
+        unsafe { guard.node(self.node) }
+    }
+
+    /// Runs the acquire loop until it acquires, gives up, or must wait
+    /// (`acquire` in JDK 14+, one pass per wake-up). Called inside `guard`,
+    /// entered after the last wait; after anything but [`Step::Wait`], the
+    /// waiter is done and must not step again.
+    pub(crate) fn step<P: SharedPolicy>(&mut self, policy: &P, guard: &Guard<'_>) -> Step {
+        let sync = self.sync;
+        let discipline = policy.discipline();
+        loop {
+            let me = self.me(guard);
+            // Only we write `prev` (Q2).
+            let mut pred = me.prev.load(Relaxed);
+            let woken = self.resumed == Resumed::Woken;
+            if woken {
+                self.resumed = Resumed::Unwoken;
+                // Woken behind a node that left (cancelled, or served out of
+                // turn)? Unlink it first, so that a waiter that is in fact
+                // first takes its turn as first and becomes head.
+                // SAFETY: N1: our predecessor.
+                if unsafe { guard.node(pred) }.status.load(Acquire) == CANCELLED {
+                    pred = sync.skip_cancelled(self.node, pred, guard);
+                }
+            }
+            let first = pred == sync.head.load(Acquire);
+            // A woken waiter may take value out of turn, if the policy allows:
+            // a release woke it because there was value for it (`wake_ahead`).
+            let out_of_turn = !first && woken && policy.out_of_turn();
+            if first || out_of_turn {
+                let ahead = (!first).then(|| sync.need_ahead(me, guard));
+                match sync.try_acquire_queued(policy, self.arg, ahead) {
+                    Queued::Acquired(propagate) if first => {
+                        sync.set_head_and_propagate(self.node, pred, propagate, discipline, guard);
+                        // SAFETY: R1: `head` now names our node and we cleared
+                        // our `prev`; we are the old head's only successor, so
+                        // no link leads to it and nobody else retires it.
+                        unsafe { sync.reclaim.retire(pred, guard) };
+                        return Step::Acquired;
+                    }
+                    Queued::Acquired(_) => {
+                        // Out of turn: our count left with the CAS; leave the
+                        // queue the way a cancelled waiter does.
+                        sync.unlink(self.node, guard);
+                        return Step::Acquired;
+                    }
+                    Queued::Closed => {
+                        sync.cancel_acquire(self.node, guard);
+                        return Step::Closed;
+                    }
+                    Queued::Failed => {}
+                }
+            } else if is_closed(sync.state.load(Acquire)) {
+                sync.cancel_acquire(self.node, guard);
+                return Step::Closed;
+            }
+            if self.resumed == Resumed::TimedOut || self.deadline.is_some_and(deadline_passed) {
+                sync.cancel_acquire(self.node, guard);
+                return Step::TimedOut;
+            }
+            if self.spins(first, pred, discipline, guard) {
+                continue;
+            }
+            if !sync.should_park_after_failed_acquire(pred, self.node, &mut self.armed_pred, guard)
+            {
+                self.published = false; // (re)armed a predecessor: publish after it
+                continue;
+            }
+            // A1: a barging waiter publishes the armed bit before every park,
+            // after its last arming, then re-runs the whole check once: a
+            // release whose RMW on the word came before ours is read by it;
+            // one after it sees the bit and goes through the head.
+            if !self.published && discipline.uses_armed_bit() {
+                sync.state.fetch_or(ARMED, AcqRel);
+                self.published = true;
+                continue;
+            }
+            self.published = false;
+            return Step::Wait;
+        }
+    }
+
+    /// Spins one round if this is the time to (returns whether it did). The
+    /// first waiter is next to run: it spins a little before parking (a
+    /// bounded budget per wake-up, then yields). Having just become first
+    /// after spinning as second, it gets the budget afresh, once: what it
+    /// spent was the wait for its predecessor to wake, not for value. A
+    /// FIFO waiter second in line, behind a first waiter whose value is free,
+    /// spins through that waiter's wake-up for up to
+    /// `SECOND_IN_LINE_RENEWALS` more budgets.
+    fn spins(&mut self, first: bool, pred: *mut Node, d: Discipline, guard: &Guard<'_>) -> bool {
+        if first {
+            if self.spun_second {
+                self.spun_second = false;
+                self.spin.reset();
+            }
+            return self.spin.spin();
+        }
+        if d.spins_second_in_line()
+            && self.spin.can_spin(self.renewals)
+            // SAFETY: N1: our predecessor.
+            && self.sync.first_is_waking(unsafe { guard.node(pred) })
+            && self.spin.spin_renewing(&mut self.renewals)
+        {
+            self.spun_second = true;
+            return true;
+        }
+        false
+    }
+
+    /// Records how a wait between two steps ended.
+    pub(crate) fn resume(&mut self, how: Resumed) {
+        if how == Resumed::Woken {
+            self.spin.reset();
+            self.renewals = SECOND_IN_LINE_RENEWALS;
+        }
+        self.resumed = how;
+    }
+
+    /// A blocking wait after [`Step::Wait`], outside any guard (R6): a FIFO
+    /// waiter early in its wait gives its CPU away and looks again
+    /// (`YIELD_WINDOW`); otherwise it parks until its wake flag is set or the
+    /// deadline passes. To the protocol a yield is a park that returns at
+    /// once: we are armed, and a release that counts on us sets our flag,
+    /// which we consume as after a park.
+    pub(crate) fn wait_blocking(&mut self, d: Discipline) {
+        // SAFETY: N1: our own node stays allocated while we wait, guard or no
+        // guard (nobody but us retires it before we leave the queue).
+        let me = unsafe { Node::get(self.node) };
+        if d.yields_before_parking() && self.sync.yields() && self.window.yield_now() {
+            let woken = me.wake.swap(0, Acquire) != 0;
+            self.resume(if woken {
+                Resumed::Woken
+            } else {
+                Resumed::Unwoken
+            });
+            return;
+        }
+        let parked = park(
+            self.node as usize,
+            || me.wake.load(Acquire) == 0,
+            self.deadline,
+        );
+        // Consume the wake-up before re-checking anything; Acquire makes the
+        // waker's changes visible to the re-check.
+        me.wake.swap(0, Acquire);
+        self.window.reset();
+        self.resume(if parked == Parked::TimedOut {
+            Resumed::TimedOut
+        } else {
+            Resumed::Woken
+        });
+    }
+}

@@ -1,0 +1,367 @@
+//! The synchronizer core: one atomic state word and a CLH wait queue, run by
+//! the protocol of Java's `AbstractQueuedSynchronizer`.
+//!
+//! Synchronizers are thin: each supplies a [`SharedPolicy`] (what its value
+//! means, and its [`Discipline`], fair or barging) and calls [`RawSync`].
+//! The core is split by concern: `state` (the word), `policy` (hooks and
+//! discipline), `node` and `reclaim` (queue nodes and when they are freed),
+//! `acquire` (arrival, enqueue and the one resumable acquire step),
+//! `release` (release, propagation and wake-ups) and `cancel` (leaving the
+//! queue). It uses the shims beside it (`loom`, `park`, `spin`) and nothing
+//! else of the crate.
+//!
+//! # Implementation
+//!
+//! ## The state word
+//!
+//! ```text
+//!  63                               32 31                      2   1   0
+//! +-----------------------------------+--------------------------+---+---+
+//! |  value (the policy's)             | waiters (queued threads) | A | C |
+//! +-----------------------------------+--------------------------+---+---+
+//! ```
+//!
+//! `value` belongs to the policy (a semaphore's available permits); the core
+//! performs every compare-and-swap, so the waiter count and the bits change
+//! in the same atomic step as the value (an acquire from the queue takes its
+//! value and leaves the count in one CAS). `waiters` counts threads that
+//! linked a node and have not yet acquired or left (Q1). `A` (`ARMED`) says a
+//! queued thread may be asleep counting on a release through the head (A1);
+//! `C` (`CLOSED`) is set once by [`RawSync::close`].
+//!
+//! Legal combinations:
+//!
+//! | waiters | A | C | meaning | a release |
+//! |---|---|---|---|---|
+//! | 0 | 0 | 0 | open, nobody queued | only changes the value |
+//! | > 0 | 0 | 0 | waiters queued; a barging queue's first waiter is awake | FIFO: goes through the head; barging: only changes the value |
+//! | > 0 | 1 | 0 | barging only: a waiter may sleep counting on the head | goes through the head |
+//! | 0 | 1 | 0 | a stale armed bit (its waiter acquired or left) | only changes the value; the next release that goes in clears it |
+//! | any | any | 1 | closed: acquires fail, queued waiters are woken and leave | as above; the value still counts releases |
+//!
+//! A FIFO queue never has `A` set.
+//!
+//! ## The queue
+//!
+//! ```text
+//!                  prev             prev             prev
+//!    head --> +--------+ <----- +--------+ <----- +--------+ <-- tail
+//!             |   H    |        |   N1   |        |   N2   |
+//!             |(no one)| -----> |  t1    | -----> |  t2    |
+//!             +--------+  next  +--------+  next  +--------+
+//!    H.status == SIGNAL: "N1 sleeps; whoever releases through H wakes it".
+//! ```
+//!
+//! `head` is the node of the last thread that acquired through the queue (or
+//! a dummy); only its successor's owner may run the policy's hook from the
+//! queue and become head. (A waiter woken by a multi-unit release may also
+//! take value *out of turn* if the policy allows; it then leaves the queue as
+//! a cancelled waiter does, so to the queue it is a cancellation: see
+//! `wake_ahead`.) `prev` links are the truth, `next` links are hints.
+//!
+//! ## Invariants
+//!
+//! Cited by name everywhere in the crate.
+//!
+//! *The queue*
+//!
+//! * **Q1, nobody parks unseen.** A thread links its node (tail CAS) *before*
+//!   it increments `waiters` with an RMW on the state word, and decrements it
+//!   only in the same CAS that acquires, or when it leaves. A releaser's own
+//!   RMW on the state word therefore returns a word whose `waiters` is zero
+//!   only if every thread that may park will see the released value when it
+//!   re-checks; otherwise the releaser synchronizes with every counted
+//!   waiter's link and goes through the head (a barging release only if the
+//!   armed bit is set too: A1).
+//! * **Q2, `prev` is stable.** A node's `prev` is written only by its owner:
+//!   at enqueue, when it skips cancelled predecessors, and (cleared) when it
+//!   becomes head. From `tail`, `prev` links always lead back to `head`.
+//! * **Q3, unique successor.** For every node in the chain at most one node
+//!   has `prev` pointing at it; its owner is the only thread that may unlink
+//!   it.
+//! * **Q4, the head is never cancelled**, and only the head's successor
+//!   moves `head` (to its own node).
+//!
+//! *Nodes*
+//!
+//! * **N1, a waiter's own node and its predecessor outlive its wait.** While
+//!   a thread waits, nobody retires its node (R1 retires it only after it has
+//!   become head and its successor has acquired, R2 needs it cancelled, R3 is
+//!   its owner's own act) nor its predecessor (R1 and R2 on the predecessor
+//!   can only be done by the predecessor's unique successor: the waiter).
+//! * **N2, status values.** `CANCELLED` is final and written only by the
+//!   owner; `SIGNAL` only by the successor (arming), `NONE`/`PROPAGATE` only
+//!   by releasers, on the head, and `PASSED` (final) only by the new head, on
+//!   the old head it replaced.
+//!
+//! *Reclamation* (`reclaim.rs` has the grace-period argument)
+//!
+//! * **R1 to R3, who retires.** Each node is retired by exactly one of: R1,
+//!   the thread whose node became the new head retires the old head; R2, the
+//!   owner of the unique successor of a cancelled node, when it skips that
+//!   node (after redirecting the predecessor's `next` hint); R3, the owner of
+//!   a cancelled node that was the tail, after swinging `tail` back to its
+//!   predecessor (so no successor ever linked to it). R2 and R3 exclude each
+//!   other: a node with a linked successor cannot win the tail CAS, and a
+//!   node that won it never gets a successor.
+//! * **R4, retire only the unreachable, once.** A node is retired only when
+//!   neither `head`, `tail`, nor any link of a non-retired node leads to it,
+//!   and no link to it is written afterwards; R1 to R3 name one retirer per
+//!   node, so none is freed twice.
+//! * **R5, dereference only inside a guard** (a node loaded from `head`,
+//!   `tail` or a link while the guard is held stays allocated until the
+//!   guard drops; `Guard::node` ties the reference's lifetime to the guard),
+//!   or a node the thread owns (N1).
+//! * **R6, never park or yield inside a guard.** A sleeping reader would
+//!   stop all frees, and so would waiters that take turns at yielding inside
+//!   guards: one of them would be inside at nearly every instant.
+//!
+//! *The armed bit*
+//!
+//! * **A1.** Barging policies only; FIFO ones never set, clear or read it. A
+//!   waiter sets `ARMED` with an RMW on the state word after its last arming
+//!   and before every park, and re-runs its whole check once after that RMW.
+//!   A releaser that consumed the head's `SIGNAL` clears it, before it wakes
+//!   the head's successor, and sets it back if the head moved meanwhile; a
+//!   new head whose own status is `SIGNAL` sets it again. A releaser that
+//!   went in on the bit but found no `SIGNAL` on the head clears it too, then
+//!   re-reads the head's status with an RMW and wakes whoever armed it
+//!   meanwhile (`disarm_stale`). So whenever a waiter sleeps counting on a
+//!   release through the head, the bit is set or that release's value is
+//!   seen by someone who will act on it: a release before the waiter's RMW is
+//!   read by its re-check; a clearing releaser is waking that very waiter,
+//!   or, for a waiter whose predecessor is not yet head, the predecessor's
+//!   takeover sets the bit again. A barging release with the bit clear skips
+//!   the queue: the first waiter is awake (or woken, waiting for a CPU) and
+//!   will see the value, or arrivals take it.
+//!
+//! ## Memory ordering
+//!
+//! Permits: every change of `value` is a CAS with `AcqRel`, so a release
+//! happens-before the acquire that takes what it released (the public
+//! `# Memory ordering` promise).
+//!
+//! AQS has three store-buffering pairs (`shared/AQS.md`, section 8), and
+//! cancellation adds a fourth (P4). Each is
+//! resolved with read-modify-writes on one location, never with `SeqCst`
+//! loads or stores (which loom would weaken to `AcqRel` and so misjudge):
+//!
+//! * **P1, arm vs release.** The waiter arms its predecessor with a CAS on its
+//!   status, then re-runs the hook; the releaser bumps the state word, then
+//!   updates the head's status with a CAS (`SIGNAL -> NONE`, `NONE ->
+//!   PROPAGATE`) or a `fetch_or(0)` when it is already `PROPAGATE`. Whichever
+//!   RMW on the status comes second reads the first, so either the releaser
+//!   sees `SIGNAL` and wakes, or the waiter's re-check sees the permits.
+//!   A barging releaser that skips the queue (armed bit clear) relies on the
+//!   word alone: the waiter's publishing RMW and the release's RMW are on the
+//!   same location, so either the release sees the bit or the waiter's
+//!   re-check, which follows its RMW, sees the permits.
+//! * **P2, enqueue vs release.** Q1: both sides RMW the state word.
+//! * **P3, new head vs stale releaser.** After storing `head`, the new head
+//!   swaps the old head's status to `PASSED` and then reads its own with
+//!   `fetch_or(0)`. A releaser that read the old head RMWs that same status:
+//!   if its RMW came first, the new head's swap reads it and the new head's
+//!   propagation check covers that release (so the releaser may stop: fair
+//!   policies do; barging ones still follow a moved head, see
+//!   `do_release_shared`); if second, its RMW finds `PASSED`, synchronizes
+//!   with the new head's store of `head`, and it retries on the new head.
+//!   (JDK 8 instead re-reads `head` after every release and goes on through
+//!   a new head, which wakes the new head's successor while the new head
+//!   still holds what it took.)
+//! * **P4, leaving waiter vs new head.** A waiter that leaves (timeout, close,
+//!   out-of-turn exit) marks itself `CANCELLED` and then reads `head` and its
+//!   predecessor's status, to decide whether the predecessor will wake its
+//!   successor; the predecessor, becoming head, stores `head`, consumes its
+//!   own `SIGNAL` and reads the leaving node's status to pick whom to wake.
+//!   The leaving waiter arms its predecessor with an RMW even when it reads
+//!   `SIGNAL` already (`arm`), so one of the two RMWs on the predecessor's
+//!   status reads the other: either the releaser sees the node cancelled and
+//!   wakes past it, or the leaving waiter sees the new head and wakes its
+//!   successor itself.
+//!
+//! Wake-ups go through a per-node `wake` flag set with a `Release` swap (an
+//! RMW, so it is totally ordered with the owner's clearing swap) before
+//! `unpark_one`; `park`'s `validate` reads it under the bucket lock (K2), and the woken owner clears it with an `Acquire` swap before
+//! re-checking anything, so a wake-up arriving before the park is never lost.
+//! A strict FIFO waiter early in its wait yields instead of parking
+//! (`YIELD_WINDOW`): to this protocol that is a park that returns at once,
+//! and it consumes its flag the same way.
+//!
+//! ## The core beside the JDK
+//!
+//! | here | JDK `AbstractQueuedSynchronizer` | difference |
+//! |---|---|---|
+//! | `try_acquire_shared` | `tryAcquireShared` inside `acquireShared` | the policy is a pure function of the value; the core runs the CAS |
+//! | `acquire_shared`, `acquire_slow` | `acquireShared`, `tryAcquireSharedNanos` | barging arrivals spin while nobody is queued |
+//! | `enqueue`, `add_waiter`, `enq` | `addWaiter`, `enq` | the waiter count is raised after linking (Q1) |
+//! | `Waiter::step` | `acquire(node, arg, shared, …)` (JDK 14+; `doAcquireSharedNanos` in 8) | resumable: returns `Wait` instead of parking, so a thread parks and a future could return `Pending` between steps |
+//! | `should_park_after_failed_acquire` | the same | re-arms a `SIGNAL` it did not write (P1) |
+//! | `set_head_and_propagate` | the same | propagates only when value is there now; marks the old head `PASSED` (P3) |
+//! | `release_shared` | `releaseShared` | the discipline decides whether the release enters the queue |
+//! | `do_release_shared` | `doReleaseShared` | no `h != tail` shortcut; a FIFO release stops when the head moved (P3); wake-ahead |
+//! | `unpark_successor` | `unparkSuccessor` | none |
+//! | `wake_ahead` | none | wakes together the waiters one release covers |
+//! | `cancel_acquire`, `unlink` | `cancelAcquire` | arms the predecessor with an RMW (P4); retires nodes (R2, R3) |
+//! | `skip_cancelled` | the skipping loop of `shouldParkAfterFailedAcquire` | retires what it skips (R2) |
+//! | `close` | none (tokio's `Semaphore::close`) | wakes every waiter, who leaves |
+//!
+//! ## Prior art
+//!
+//! Doug Lea, "The java.util.concurrent Synchronizer Framework" (2004), and the
+//! JDK 8 `AbstractQueuedSynchronizer`; the CLH lock of Craig, and of Magnusson,
+//! Landin and Hagersten; Scherer and Scott's timeouts for queue locks.
+
+use std::ptr;
+
+use crate::loom::{AtomicPtr, AtomicU64, Ordering::*};
+
+mod acquire;
+mod cancel;
+mod node;
+mod policy;
+mod reclaim;
+mod release;
+mod state;
+
+#[cfg(all(test, aqs_loom))]
+mod loom_models;
+#[cfg(all(test, not(aqs_loom)))]
+mod tests;
+
+pub(crate) use acquire::{AcquireFailed, TryAcquire};
+pub(crate) use policy::{Acquired, Discipline, SharedPolicy};
+pub(crate) use state::{is_closed, value_of, waiters_of};
+
+use node::Node;
+use reclaim::Reclaim;
+
+/// The queue core shared by every synchronizer.
+pub(crate) struct RawSync {
+    state: AtomicU64,
+    head: AtomicPtr<Node>,
+    tail: AtomicPtr<Node>,
+    reclaim: Reclaim,
+    /// loom only: whether FIFO waiters yield before parking (off unless a
+    /// model asks: a waiter that yields and looks again before it parks
+    /// needs more preemptions to be caught asleep, which would take the
+    /// models built around a park at the wrong moment past their bounds).
+    #[cfg(aqs_loom)]
+    loom_yields: bool,
+}
+
+// SAFETY: all fields are atomics or `Reclaim` (atomics). The raw node pointers
+// they hold are shared on purpose; every dereference follows R5 and N1.
+unsafe impl Send for RawSync {}
+// SAFETY: as above; all mutation goes through atomic operations.
+unsafe impl Sync for RawSync {}
+
+impl RawSync {
+    /// A synchronizer holding `value`, with an empty (not yet allocated) queue.
+    #[cfg(not(aqs_loom))]
+    pub(crate) const fn new(value: u32) -> Self {
+        RawSync {
+            state: AtomicU64::new(state::initial(value)),
+            head: AtomicPtr::new(ptr::null_mut()),
+            tail: AtomicPtr::new(ptr::null_mut()),
+            reclaim: Reclaim::new(),
+        }
+    }
+
+    /// A synchronizer holding `value` (loom's atomics have no `const fn new`).
+    #[cfg(aqs_loom)]
+    pub(crate) fn new(value: u32) -> Self {
+        RawSync {
+            state: AtomicU64::new(state::initial(value)),
+            head: AtomicPtr::new(ptr::null_mut()),
+            tail: AtomicPtr::new(ptr::null_mut()),
+            reclaim: Reclaim::new(),
+            loom_yields: false,
+        }
+    }
+
+    /// The current state word (a snapshot).
+    #[inline]
+    pub(crate) fn state(&self) -> u64 {
+        self.state.load(Acquire)
+    }
+
+    /// Applies `f` to the value until the CAS succeeds, without waking anyone;
+    /// for changes that only ever take from the value. Returns the old value,
+    /// or `Err(value)` if `f` returned `None`.
+    pub(crate) fn fetch_update_value(
+        &self,
+        mut f: impl FnMut(u32) -> Option<u32>,
+    ) -> Result<u32, u32> {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let Some(value) = f(value_of(s)) else {
+                return Err(value_of(s));
+            };
+            match self
+                .state
+                .compare_exchange_weak(s, state::with_value(s, value), AcqRel, Relaxed)
+            {
+                Ok(_) => return Ok(value_of(s)),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Whether FIFO waiters yield before parking (`YIELD_WINDOW`): always,
+    /// except in loom models that did not ask for it.
+    #[inline]
+    fn yields(&self) -> bool {
+        #[cfg(aqs_loom)]
+        {
+            self.loom_yields
+        }
+        #[cfg(not(aqs_loom))]
+        {
+            true
+        }
+    }
+
+    /// The queue nodes that are neither the head nor cancelled; for tests.
+    /// With nobody waiting it must be 0: a live node without a waiting owner
+    /// would take the wake-ups aimed at whoever queues behind it.
+    #[cfg(test)]
+    pub(crate) fn live_nodes(&self) -> usize {
+        let guard = self.reclaim.enter();
+        let mut live = 0;
+        let mut t = self.tail.load(Acquire);
+        while !t.is_null() {
+            // SAFETY: R5: loaded from `tail` or a `prev` link inside the guard.
+            let n = unsafe { guard.node(t) };
+            t = n.prev.load(Acquire);
+            if !t.is_null() && n.status.load(Acquire) != node::CANCELLED {
+                live += 1;
+            }
+        }
+        live
+    }
+}
+
+impl Drop for RawSync {
+    fn drop(&mut self) {
+        // A failed loom model (a deadlock) unwinds the model's threads after
+        // loom's execution is gone, and the loom atomics below would then
+        // panic inside a panic and abort the report. The model has failed
+        // already; leak the queue.
+        #[cfg(aqs_loom)]
+        if std::thread::panicking() {
+            return;
+        }
+        // `&mut self`: no thread is inside the queue. Free the chain from the
+        // tail (which reaches every unretired node: Q2, R4), then the retired
+        // list.
+        let mut t = self.tail.load(Relaxed);
+        while !t.is_null() {
+            // SAFETY: unretired chain nodes, reachable only from here now.
+            let prev = unsafe { Node::get(t) }.prev.load(Relaxed);
+            // SAFETY: as above; each chain node is freed once.
+            unsafe { Node::free(t) };
+            t = prev;
+        }
+        self.reclaim.drain();
+    }
+}

@@ -1,0 +1,183 @@
+//! What a synchronizer tells the core: its hooks (the value's meaning) and
+//! its [`Discipline`] (fair or barging).
+
+use super::state::{is_armed, waiters_of};
+
+/// A successful shared acquire, as decided by a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Acquired {
+    /// The value after the acquire.
+    pub(crate) value: u32,
+    /// Whether a following shared acquire might succeed too (the JDK's
+    /// "positive return"): the next waiter is woken to try.
+    pub(crate) propagate: bool,
+}
+
+/// What a synchronizer means by its value: the AQS hooks, as pure functions.
+/// The core runs them inside its own CAS loops.
+///
+/// All must be cheap, must not block, and the acquire hooks must not panic
+/// (they run while the caller's node is linked into the queue).
+pub(crate) trait SharedPolicy {
+    /// Decides an acquire of `arg` from `value`. `others_queued` is true when
+    /// the caller is an arriving thread and somebody is already queued; it is
+    /// false for arrivals into an empty queue and for the first queued waiter.
+    /// Returns `None` when the caller must wait.
+    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired>;
+
+    /// Returns the value after releasing `arg`. May panic (for example on
+    /// overflow); the state word is then left unchanged.
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32;
+
+    /// Whether every release of `arg` adds exactly `arg` to the value *and*
+    /// the policy guarantees that the sum never passes `u32::MAX` (a counter
+    /// that bounds what is outstanding). The core then releases with one
+    /// `fetch_add` instead of a load + CAS loop, so an uncontended release
+    /// does not wait for the acquire's locked instruction to retire before
+    /// it can compute its CAS. `try_release_shared` is then only a
+    /// debug-build cross-check. Off by default.
+    fn release_adds(&self) -> bool {
+        false
+    }
+
+    /// Fair or barging; see [`Discipline`].
+    fn discipline(&self) -> Discipline;
+
+    /// Whether a multi-unit release wakes every waiter it could serve, not
+    /// only the first, letting them take value out of turn through
+    /// [`SharedPolicy::try_acquire_out_of_turn`] (`wake_ahead`). Off by
+    /// default.
+    fn out_of_turn(&self) -> bool {
+        false
+    }
+
+    /// Decides an acquire of `arg` from `value` by a woken waiter that is not
+    /// first in line. `ahead` is at least the sum of the `arg`s of the live
+    /// waiters queued in front of it (it may over-count, never under-count):
+    /// a FIFO policy must leave them that much; a barging one may ignore it.
+    /// Only called when [`SharedPolicy::out_of_turn`] is true.
+    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
+        let _ = (value, arg, ahead);
+        None
+    }
+}
+
+/// How a synchronizer orders its waiters: the one place where fair and
+/// barging differ inside the core.
+///
+/// | point | `Fifo` | `Barging` | where |
+/// |---|---|---|---|
+/// | arrival while others queue | the policy refuses (`others_queued`) | may take free value | the policy's hook |
+/// | arrival spin | none: a fair arrival that spun outside the queue would race other arrivals | spins while nobody is queued | `acquire_slow` |
+/// | armed bit (A1) | never set, cleared or read | published before every park; a release with the bit clear skips the queue | `release_shared`, `Waiter::step` |
+/// | yield window | yields before parking ([`YIELD_WINDOW`](crate::spin::YIELD_WINDOW)) | parks (its waiters rarely park; yields bought nothing) | the blocking driver |
+/// | second in line | spins while the first waiter wakes with its value there | parks | `Waiter::step` |
+/// | wake-ahead after a `SIGNAL` | wakes every waiter the available value covers | only past the first when a release returned 2 or more, and no more than it returned | `do_release_shared` |
+/// | first waiter already awake | the release wakes the next waiters its value covers | nothing more: arrivals take freed value | `do_release_shared` |
+/// | head moved during a release | stops: the new head's takeover covers it (P3) | follows the new head (a speculative wake the spinning first waiter usually uses) | `do_release_shared` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Discipline {
+    /// Strict FIFO: while anyone is queued, value goes to the queue in order.
+    Fifo,
+    /// Arrivals may take value out of turn (nonfair).
+    Barging,
+}
+
+impl Discipline {
+    /// Whether arrivals may spin (retrying as arrivals) before queueing.
+    #[inline]
+    pub(crate) fn arrival_spins(self) -> bool {
+        self == Discipline::Barging
+    }
+
+    /// Whether waiters publish the armed bit before parking (A1).
+    #[inline]
+    pub(crate) fn uses_armed_bit(self) -> bool {
+        self == Discipline::Barging
+    }
+
+    /// Whether a release that returned state word `s` must go through the
+    /// head: somebody is queued and, for a barging policy, may be asleep
+    /// counting on it (the armed bit). While a barging queue's first waiter
+    /// is awake, its own re-check covers this value and arrivals may take it
+    /// anyway; a FIFO release always goes in, since with the first waiter
+    /// awake its value is for the next one.
+    #[inline]
+    pub(crate) fn release_enters_queue(self, s: u64) -> bool {
+        waiters_of(s) > 0 && (self == Discipline::Fifo || is_armed(s))
+    }
+
+    /// Whether a blocking waiter yields before it parks (`YIELD_WINDOW`).
+    #[inline]
+    pub(crate) fn yields_before_parking(self) -> bool {
+        self == Discipline::Fifo
+    }
+
+    /// Whether a waiter second in line spins through its predecessor's
+    /// wake-up.
+    #[inline]
+    pub(crate) fn spins_second_in_line(self) -> bool {
+        self == Discipline::Fifo
+    }
+
+    /// After a release woke the first waiter through the head's `SIGNAL`:
+    /// how far to wake further waiters, if at all.
+    #[inline]
+    pub(crate) fn wake_ahead_after_signal(self, wakes: Wakes) -> Option<WakeBudget> {
+        match (self, wakes) {
+            (Discipline::Fifo, Wakes::Ahead(_)) => Some(WakeBudget::Covered),
+            (Discipline::Barging, Wakes::Ahead(units)) if units > 1 => {
+                Some(WakeBudget::Released(units))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a release that found the first waiter already awake (no
+    /// `SIGNAL` on the head) wakes the next waiters its value covers.
+    #[inline]
+    pub(crate) fn wakes_ahead_of_awake_first(self, wakes: Wakes) -> bool {
+        self == Discipline::Fifo && matches!(wakes, Wakes::Ahead(_))
+    }
+
+    /// Whether a release goes on through a head that moved under it.
+    #[inline]
+    pub(crate) fn follows_moved_head(self) -> bool {
+        self == Discipline::Barging
+    }
+}
+
+/// Whom a pass through the head (`do_release_shared`) may wake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wakes {
+    /// The first waiter only: propagation by a new head, or a release under
+    /// a policy without out-of-turn acquires.
+    First,
+    /// A release of this many units (at least 1) under a policy with
+    /// out-of-turn acquires: waiters behind the first that the value covers
+    /// may be woken too (`wake_ahead`).
+    Ahead(u32),
+}
+
+impl Wakes {
+    /// For a release of `units` under `policy`.
+    #[inline]
+    pub(crate) fn of_release<P: SharedPolicy>(policy: &P, units: u32) -> Wakes {
+        if policy.out_of_turn() && units > 0 {
+            Wakes::Ahead(units)
+        } else {
+            Wakes::First
+        }
+    }
+}
+
+/// How many waiters behind the first a wake-ahead may wake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WakeBudget {
+    /// Every waiter the available value covers (FIFO: value left with
+    /// nobody woken for it would sit idle, since arrivals never take it).
+    Covered,
+    /// No more units than one release returned, the first waiter's need
+    /// included (barging: arrivals may take whatever is left).
+    Released(u32),
+}

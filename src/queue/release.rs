@@ -1,0 +1,340 @@
+//! Releasing: the release's RMW on the state word, and the pass through
+//! the head that wakes waiters and propagates (`releaseShared`,
+//! `doReleaseShared`, `setHeadAndPropagate`, `unparkSuccessor`).
+
+use std::ptr;
+
+use super::node::{Node, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
+use super::policy::{Discipline, SharedPolicy, WakeBudget, Wakes};
+use super::reclaim::Guard;
+use super::state::{value_delta, value_of, with_value, ARMED};
+use super::RawSync;
+use crate::loom::Ordering::*;
+use crate::park::unpark_one;
+
+impl RawSync {
+    /// Releases `arg` and wakes the queue if anyone may need it.
+    #[inline]
+    pub(crate) fn release_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) {
+        // AcqRel on either path: Release publishes the caller's writes to the
+        // acquirer; Acquire synchronizes with counted waiters' links (Q1).
+        let s = if policy.release_adds() {
+            // The policy promises `value + arg <= u32::MAX`, so no carry
+            // leaves the value field. (Were it broken, the carry would fall
+            // off bit 63: the low half cannot be touched by an addition to
+            // the high half.)
+            let s = self.state.fetch_add(value_delta(arg), AcqRel);
+            debug_assert_eq!(
+                policy.try_release_shared(value_of(s), arg),
+                value_of(s).wrapping_add(arg)
+            );
+            s
+        } else {
+            let mut s = self.state.load(Relaxed);
+            loop {
+                let value = policy.try_release_shared(value_of(s), arg);
+                match self
+                    .state
+                    .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
+                {
+                    Ok(_) => break s,
+                    Err(actual) => s = actual,
+                }
+            }
+        };
+        let discipline = policy.discipline();
+        if discipline.release_enters_queue(s) {
+            self.release_slow(Wakes::of_release(policy, arg), discipline);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn release_slow(&self, wakes: Wakes, discipline: Discipline) {
+        let guard = self.reclaim.enter();
+        self.do_release_shared(wakes, discipline, &guard);
+    }
+
+    /// Makes `node` the head and wakes the next waiter if a following acquire
+    /// may succeed, or if a release is pending (JDK-6801020).
+    pub(super) fn set_head_and_propagate(
+        &self,
+        node: *mut Node,
+        pred: *mut Node,
+        propagate: bool,
+        discipline: Discipline,
+        guard: &Guard<'_>,
+    ) {
+        // SAFETY: N1: our own node, and our predecessor.
+        let (me, old) = unsafe { (guard.node(node), guard.node(pred)) };
+        self.head.store(node, Release);
+        me.prev.store(ptr::null_mut(), Release);
+        // P3: take over the old head's status with an RMW that marks it
+        // PASSED. A releaser whose RMW on it came first is read here (its
+        // PROPAGATE mark, or the SIGNAL it cleared), and it may stop there:
+        // this check covers it. A releaser that comes later fails on PASSED
+        // and retries on the new head.
+        let old_status = old.status.swap(PASSED, AcqRel);
+        let go = propagate || {
+            // Wake the successor only if there is value to take *now*, and a
+            // status says a waiter or a release may need it: the old head's
+            // (a release left PROPAGATE there or cleared its SIGNAL), or our
+            // own (SIGNAL: a successor parks; PROPAGATE: a release found us
+            // already head with nobody to wake). The value load must come
+            // after both RMWs: each reads any release whose RMW on that
+            // status came first, so the load sees that release's value. With
+            // nothing left, what it released was taken already (by us, or by
+            // a waiter woken out of turn), and a release after our RMWs finds
+            // our SIGNAL and wakes the successor itself. (JDK 8 propagates on
+            // any such status alone, which wakes the successor after every
+            // queued acquire for nothing: `docs/design.md`.)
+            let own = me.status.fetch_or(0, AcqRel);
+            let marked = old_status < 0 || own == PROPAGATE || own == SIGNAL;
+            // A1: a successor that armed us sleeps counting on our release;
+            // the releaser that woke us cleared the armed bit, so set it
+            // again (and read the value from that RMW: a release before it is
+            // seen here, one after it sees the bit).
+            let armed = (own == SIGNAL && discipline.uses_armed_bit())
+                .then(|| self.state.fetch_or(ARMED, AcqRel));
+            let value = value_of(armed.unwrap_or_else(|| self.state.load(Acquire)));
+            marked && value > 0
+        };
+        if go {
+            self.do_release_shared(Wakes::First, discipline, guard);
+        }
+    }
+
+    /// Wakes the head's successor, or leaves PROPAGATE on the head so that the
+    /// next head propagates. `wakes` says whether waiters behind the first
+    /// may be woken too (`wake_ahead`); the discipline decides how far, and
+    /// whether a release follows a head that moved under it.
+    pub(super) fn do_release_shared(&self, wakes: Wakes, d: Discipline, guard: &Guard<'_>) {
+        loop {
+            let h = self.head.load(Acquire);
+            // Unlike the JDK, no `h != tail` shortcut: `tail` is not ordered
+            // with a waiter that armed `h` after seeing a stale head, so the
+            // shortcut could skip the status RMW that P1/P3 rely on.
+            if h.is_null() {
+                return; // no queue yet: nobody can have counted as a waiter
+            }
+            // SAFETY: R5: loaded from `head` inside the guard.
+            let head = unsafe { guard.node(h) };
+            let ws = head.status.load(Acquire);
+            if ws == SIGNAL {
+                if head
+                    .status
+                    .compare_exchange(SIGNAL, NONE, AcqRel, Acquire)
+                    .is_err()
+                {
+                    continue;
+                }
+                // A1: we consumed the SIGNAL the armed bit stood for: clear
+                // it *before* waking, so that the woken waiter's own publish
+                // before it parks again comes later.
+                if d.uses_armed_bit() {
+                    self.disarm(h);
+                }
+                let first = self.unpark_successor(h, guard);
+                if let (false, Some(budget)) = (first.is_null(), d.wake_ahead_after_signal(wakes)) {
+                    self.wake_ahead(first, budget, guard);
+                }
+            } else if ws == NONE {
+                if head
+                    .status
+                    .compare_exchange(NONE, PROPAGATE, AcqRel, Acquire)
+                    .is_err()
+                {
+                    continue;
+                }
+            } else if ws == PROPAGATE {
+                // Already marked; still RMW so that P1 and P3 order us
+                // against the waiter's arming and the next head's takeover.
+                if head.status.fetch_or(0, AcqRel) != PROPAGATE {
+                    continue;
+                }
+            } else {
+                // PASSED: the head moved on without seeing us; retry on the
+                // new one (it is published: its owner stored `head` before
+                // the swap we just read).
+                continue;
+            }
+            // Our RMW on `h` succeeded, so it comes before any takeover of
+            // `h` in its modification order: if `h` is no longer the head, the
+            // new head's swap read our RMW and its own check covers what we
+            // released (P3), so we may stop here; a barging release goes on
+            // through the new head (`Discipline::follows_moved_head`).
+            if ws != SIGNAL && d.wakes_ahead_of_awake_first(wakes) {
+                // The first waiter was woken by an earlier release (or has not
+                // parked yet), so our value is for someone behind it.
+                let mut first = head.next.load(Acquire);
+                while !first.is_null() {
+                    // SAFETY: R5: a `next` link loaded inside the guard.
+                    let node = unsafe { guard.node(first) };
+                    if node.status.load(Acquire) != CANCELLED {
+                        self.wake_ahead(first, WakeBudget::Covered, guard);
+                        break;
+                    }
+                    first = node.next.load(Acquire);
+                }
+            }
+            // A barging release goes in only when it read the armed bit
+            // (`Discipline::release_enters_queue`), and the bit stands for a
+            // SIGNAL on the head. Finding none, the bit is stale: it was
+            // published by a waiter behind the first (the first waiter's
+            // takeover sets it again), or by a waiter whose re-check then
+            // acquired. Left set, it would send every release through here
+            // until some waiter parks and is woken. So clear it, and re-read
+            // the head's status (A1).
+            if d.uses_armed_bit() && ws != SIGNAL && self.disarm_stale(head) {
+                continue; // a waiter armed the head meanwhile: wake it
+            }
+            if !d.follows_moved_head() || h == self.head.load(Acquire) {
+                return;
+            }
+        }
+    }
+
+    /// Clears an armed bit that no SIGNAL on the head stands for, after our
+    /// RMW on `head`'s status found it `NONE` or `PROPAGATE`; returns whether
+    /// a waiter has armed `head` since (then the caller goes round again and
+    /// consumes that SIGNAL, waking the waiter).
+    ///
+    /// Why a waiter cannot sleep through this (P1 again). A waiter whose
+    /// arming CAS on `head`'s status came before our earlier RMW on it would
+    /// have made that RMW read `SIGNAL`, unless another releaser consumed
+    /// that `SIGNAL` first, and that releaser woke it. So consider a waiter
+    /// whose arming came after our earlier RMW. If it also comes before our
+    /// `fetch_or` below, we read `SIGNAL` and wake it. If it comes after, it
+    /// reads our `fetch_or`, so our clear happens-before its publishing RMW,
+    /// which therefore comes later in the word's order and keeps its bit;
+    /// and the re-check after that RMW sees what we released. A waiter whose
+    /// predecessor is not the head relies on that predecessor's takeover to
+    /// set the bit again (A1), and the takeover's RMWs come after ours on
+    /// `head`'s status, or it reads `PASSED` and the caller retries.
+    fn disarm_stale(&self, head: &Node) -> bool {
+        self.state.fetch_and(!ARMED, AcqRel);
+        head.status.fetch_or(0, AcqRel) == SIGNAL
+    }
+
+    /// Clears the armed bit after consuming `h`'s SIGNAL. If `h` is no longer
+    /// the head, a waiter may have published the bit for the new head: its
+    /// RMW came before our clear in the word's order, so our clear
+    /// synchronizes with it and the `head` load after it sees the move (the
+    /// waiter loaded the new head before publishing); then set the bit back.
+    /// A waiter that publishes after our clear keeps its bit.
+    fn disarm(&self, h: *mut Node) {
+        self.state.fetch_and(!ARMED, AcqRel);
+        if self.head.load(Acquire) != h {
+            self.state.fetch_or(ARMED, AcqRel);
+        }
+    }
+
+    /// Wakes, after `first` (the first live waiter), the further waiters that
+    /// the available value can serve, so that their wake-up latencies overlap
+    /// instead of adding up along the propagation chain.
+    ///
+    /// *Covered* bounds the walk: the value now available, less the needs of
+    /// every live waiter in front (all of them come first in FIFO order).
+    /// Waiters whose wake flag is still set were woken earlier and have not
+    /// run yet; they are counted in front but not woken again. `budget`
+    /// bounds it further for a barging release ([`WakeBudget`]).
+    ///
+    /// These wake-ups are an optimisation the protocol never relies on: each
+    /// woken waiter re-checks, spins briefly for its turn, and is woken again
+    /// by propagation if it parked meanwhile.
+    pub(super) fn wake_ahead(&self, first: *mut Node, budget: WakeBudget, guard: &Guard<'_>) {
+        // SAFETY: R5: `first` was loaded from a link inside the guard.
+        let first = unsafe { guard.node(first) };
+        let Some(mut covered) = value_of(self.state.load(Acquire)).checked_sub(first.need) else {
+            return;
+        };
+        let mut units = match budget {
+            WakeBudget::Covered => None,
+            WakeBudget::Released(released) => match released.checked_sub(first.need) {
+                None => return, // `first` alone needs more than was released
+                left => left,
+            },
+        };
+        // Nothing left for anyone behind `first` (every queued need is at
+        // least 1: see `add_waiter`).
+        if covered == 0 {
+            return;
+        }
+        let mut n = first.next.load(Acquire);
+        while !n.is_null() {
+            // SAFETY: R5: loaded from a `next` link inside the guard.
+            let node = unsafe { guard.node(n) };
+            if node.status.load(Acquire) != CANCELLED {
+                match covered.checked_sub(node.need) {
+                    Some(left) => covered = left,
+                    None => return,
+                }
+                // A set flag: woken by an earlier release, not yet running.
+                if node.wake.load(Acquire) == 0 {
+                    if let Some(left) = units {
+                        match left.checked_sub(node.need) {
+                            Some(left) => units = Some(left),
+                            None => return,
+                        }
+                    }
+                    wake(node, n);
+                }
+            }
+            n = node.next.load(Acquire);
+        }
+    }
+
+    /// Wakes the first live waiter after `node` and returns it, or null if
+    /// there is none.
+    pub(super) fn unpark_successor(&self, node: *mut Node, guard: &Guard<'_>) -> *mut Node {
+        // SAFETY: R5: a head loaded inside the guard, or our own node (N1).
+        let me = unsafe { guard.node(node) };
+        let mut s = me.next.load(Acquire);
+        // SAFETY: R5: a `next` link loaded inside the guard.
+        if s.is_null() || unsafe { guard.node(s) }.status.load(Acquire) == CANCELLED {
+            // The hint is missing or dead: walk back from the tail and keep
+            // the live node closest to `node`. Stop at a head (null `prev`),
+            // so that a stale `node` makes us wake the current first waiter.
+            s = ptr::null_mut();
+            let mut t = self.tail.load(Acquire);
+            while !t.is_null() && t != node {
+                // SAFETY: R5: loaded from `tail` or `prev` inside the guard.
+                let n = unsafe { guard.node(t) };
+                let prev = n.prev.load(Acquire);
+                if prev.is_null() {
+                    break;
+                }
+                if n.status.load(Acquire) != CANCELLED {
+                    s = t;
+                }
+                t = prev;
+            }
+        }
+        if !s.is_null() {
+            // SAFETY: R5: as above.
+            wake(unsafe { guard.node(s) }, s);
+        }
+        s
+    }
+}
+
+/// Sets `node`'s wake flag and unparks its owner (`ptr` is its address, the
+/// park key).
+///
+/// An RMW, not a store: the owner consumes the flag with `swap(0)`, and a
+/// plain store of ours is not ordered against that earlier swap, so the
+/// model lets the swap come after our store in the flag's modification order
+/// (reading our indistinguishable 1) and the owner's next `validate` read its
+/// own 0: a lost wake-up. With two RMWs, either the owner's swap reads our 1
+/// and synchronizes with everything we did before waking it, or our swap
+/// comes later and `validate`, which runs after our `unpark_one` under the
+/// same lock (K2), must see it.
+pub(super) fn wake(node: &Node, ptr: *mut Node) {
+    if node.wake.swap(1, Release) != 0 {
+        // Already pending: the waker whose swap set it calls `unpark_one`
+        // (or already has), and the owner, whose consuming swap comes after
+        // ours in the flag's order, synchronizes with us too.
+        return;
+    }
+    unpark_one(ptr as usize);
+}

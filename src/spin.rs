@@ -1,0 +1,249 @@
+//! Spinning and yielding before parking: the budgets and their constants.
+//!
+//! Both are wait *strategies*, never part of the protocol: the queue treats
+//! a spin round as a re-check and a yield as a park that returns at once.
+//! Under loom ([`crate::loom`]) the spin budget is zero (a spin only re-runs
+//! queue code that loom already explores) and a yield window holds exactly
+//! one yield.
+
+use std::time::Duration;
+#[cfg(not(aqs_loom))]
+use std::time::Instant;
+
+/// How many extra spin budgets a strict FIFO waiter second in line may use
+/// while its predecessor, the first waiter, wakes with its value already
+/// there. One budget is often shorter than a wake-up, and a second waiter
+/// that parks there turns two threads over one fair permit into a convoy
+/// that pays a full wake-up per permit (`docs/design.md`, "Spinning before
+/// parking").
+pub(crate) const SECOND_IN_LINE_RENEWALS: u32 = 3;
+
+/// How long a strict FIFO waiter may give its CPU away with `yield_now`
+/// where it would otherwise park, from the start of its wait and again after
+/// each wake-up from a park. While other threads want the CPU (the permit
+/// holders among them), a waiter that stays runnable catches its turn
+/// without a sleep and a wake-up. A window ends early once its yields find
+/// the CPU idle ([`IDLE_YIELDS`]): then the holders are not running (they
+/// sleep, or wait on I/O), nothing the waiter gives away is used, and it
+/// parks instead of burning CPU. The length and its measurements are in
+/// `docs/design.md`, "Yielding before parking".
+pub(crate) const YIELD_WINDOW: Duration = Duration::from_micros(50);
+
+/// A yield that returns sooner than this found no other thread to run.
+/// (A `sched_yield` that switches to another thread and back takes several
+/// times longer than one that returns at once.)
+#[cfg(not(aqs_loom))]
+const IDLE_YIELD: Duration = Duration::from_nanos(500);
+
+/// How many idle yields in a row end a yield window.
+#[cfg(not(aqs_loom))]
+const IDLE_YIELDS: u32 = 4;
+
+/// Bounded spinning before parking.
+///
+/// On std this is crossbeam's `Backoff`: exponentially longer busy-wait
+/// rounds, then a few `yield_now`s (which let a preempted permit holder run on
+/// an oversubscribed machine), then done. Under loom the budget is zero.
+#[derive(Debug)]
+pub(crate) struct Spin {
+    #[cfg(not(aqs_loom))]
+    backoff: crossbeam_utils::Backoff,
+}
+
+impl Spin {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Spin {
+            #[cfg(not(aqs_loom))]
+            backoff: crossbeam_utils::Backoff::new(),
+        }
+    }
+
+    /// Waits one round; returns `false` (without waiting) once the budget is spent.
+    #[inline]
+    pub(crate) fn spin(&self) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            if self.backoff.is_completed() {
+                return false;
+            }
+            self.backoff.snooze();
+            true
+        }
+        #[cfg(aqs_loom)]
+        false
+    }
+
+    /// Whether [`Spin::spin_renewing`] would still wait, with `renewals`
+    /// budgets in reserve (always `false` under loom): lets a caller skip the
+    /// loads that decide whether to spin.
+    #[inline]
+    pub(crate) fn can_spin(&self, renewals: u32) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            renewals > 0 || !self.backoff.is_completed()
+        }
+        #[cfg(aqs_loom)]
+        {
+            let _ = renewals;
+            false
+        }
+    }
+
+    /// [`Spin::spin`], but a spent budget is first renewed from `renewals`
+    /// (one taken per renewal) while any are left.
+    #[inline]
+    pub(crate) fn spin_renewing(&self, renewals: &mut u32) -> bool {
+        #[cfg(not(aqs_loom))]
+        if *renewals > 0 && self.backoff.is_completed() {
+            *renewals -= 1;
+            self.backoff.reset();
+        }
+        #[cfg(aqs_loom)]
+        let _ = renewals;
+        self.spin()
+    }
+
+    /// Restores the full budget.
+    #[inline]
+    pub(crate) fn reset(&self) {
+        #[cfg(not(aqs_loom))]
+        self.backoff.reset();
+    }
+}
+
+/// Yielding instead of parking, for a bounded time from the start of a wait.
+///
+/// On std the window is a span of wall-clock time that opens at the first
+/// [`YieldWindow::yield_now`] and closes `length` later, or earlier, after
+/// [`IDLE_YIELDS`] yields in a row that found the CPU idle. Under loom, where
+/// time does not pass, it holds exactly one yield: a model then explores a
+/// waiter that gives its CPU away once and re-checks, as well as one that
+/// parks, without multiplying the state space by a count of rounds.
+#[derive(Debug)]
+pub(crate) struct YieldWindow {
+    #[cfg(not(aqs_loom))]
+    length: Duration,
+    /// When the window opened (`None`: not yet).
+    #[cfg(not(aqs_loom))]
+    opened: Option<Instant>,
+    /// Idle yields in a row in the current span.
+    #[cfg(not(aqs_loom))]
+    idle: u32,
+    /// Whether the one yield of a loom window is spent.
+    #[cfg(aqs_loom)]
+    spent: bool,
+}
+
+impl YieldWindow {
+    /// A window of `length`, opened by its first use.
+    #[inline]
+    pub(crate) fn new(length: Duration) -> Self {
+        #[cfg(not(aqs_loom))]
+        {
+            YieldWindow {
+                length,
+                opened: None,
+                idle: 0,
+            }
+        }
+        #[cfg(aqs_loom)]
+        {
+            let _ = length;
+            YieldWindow { spent: false }
+        }
+    }
+
+    /// Yields the CPU once and returns `true` if the window is open (opening
+    /// it on first use); returns `false` without yielding once it has closed.
+    #[inline]
+    pub(crate) fn yield_now(&mut self) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            let now = Instant::now();
+            let opened = *self.opened.get_or_insert(now);
+            if self.idle >= IDLE_YIELDS || now.duration_since(opened) >= self.length {
+                return false;
+            }
+            std::thread::yield_now();
+            self.record(now.elapsed());
+            true
+        }
+        #[cfg(aqs_loom)]
+        {
+            if self.spent {
+                return false;
+            }
+            self.spent = true;
+            loom::thread::yield_now();
+            true
+        }
+    }
+
+    /// Counts a yield that took `took`: idle if it found nobody else to run.
+    #[cfg(not(aqs_loom))]
+    #[inline]
+    fn record(&mut self, took: Duration) {
+        if took < IDLE_YIELD {
+            self.idle += 1;
+        } else {
+            self.idle = 0;
+        }
+    }
+
+    /// Closes the window's current span: the next use opens a new one.
+    #[inline]
+    pub(crate) fn reset(&mut self) {
+        #[cfg(not(aqs_loom))]
+        {
+            self.opened = None;
+            self.idle = 0;
+        }
+        #[cfg(aqs_loom)]
+        {
+            self.spent = false;
+        }
+    }
+}
+
+#[cfg(all(test, not(aqs_loom)))]
+mod tests {
+    use super::YieldWindow;
+    use std::time::Duration;
+
+    #[test]
+    fn yield_window_yields_while_open_and_reopens_after_reset() {
+        let mut open = YieldWindow::new(Duration::from_secs(3600));
+        assert!(open.yield_now(), "a fresh window is open");
+        let mut empty = YieldWindow::new(Duration::ZERO);
+        assert!(!empty.yield_now(), "a window of no length never yields");
+        empty.reset();
+        assert!(!empty.yield_now(), "nor after a reset");
+        open.reset();
+        assert!(open.yield_now(), "a reset window opens again");
+    }
+
+    #[test]
+    fn idle_yields_in_a_row_close_the_window_and_a_busy_one_restarts_the_count() {
+        let mut window = YieldWindow::new(Duration::from_secs(3600));
+        let (idle, busy) = (Duration::from_nanos(100), Duration::from_micros(5));
+        for _ in 0..super::IDLE_YIELDS - 1 {
+            window.record(idle);
+        }
+        window.record(busy);
+        for _ in 0..super::IDLE_YIELDS - 1 {
+            window.record(idle);
+        }
+        assert!(
+            window.yield_now(),
+            "idle yields that were not in a row closed it"
+        );
+        window.idle = 0;
+        for _ in 0..super::IDLE_YIELDS {
+            window.record(idle);
+        }
+        assert!(!window.yield_now(), "idle yields in a row left it open");
+        window.reset();
+        assert!(window.yield_now(), "a reset window opens again");
+    }
+}
