@@ -139,7 +139,7 @@ fn main() {
                         Err(TryAcquireError::NoPermits) => {
                             timeouts.fetch_add(1, Relaxed);
                         }
-                        Err(TryAcquireError::Closed) => {
+                        Err(_closed) => {
                             unreachable!("the pool is shut down only at the end")
                         }
                     }

@@ -8,8 +8,11 @@ use std::fmt;
 /// Returned by [`Semaphore::acquire`](crate::Semaphore::acquire) and its
 /// variants when [`Semaphore::close`](crate::Semaphore::close) was called
 /// before or while they waited.
+///
+/// It cannot be built outside this crate, so holding one proves that an
+/// acquire failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AcquireError;
+pub struct AcquireError(pub(crate) ());
 
 impl fmt::Display for AcquireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -20,7 +23,11 @@ impl fmt::Display for AcquireError {
 impl Error for AcquireError {}
 
 /// The error of a non-blocking or timed acquire.
+///
+/// More reasons may be added (for synchronizers to come), so a `match` on it
+/// needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TryAcquireError {
     /// The semaphore was closed.
     Closed,

@@ -24,6 +24,14 @@ use std::time::{Duration, Instant};
 
 use aqs::{AcquireError, OwnedSemaphorePermit, Semaphore, SemaphorePermit, TryAcquireError};
 
+/// The error a blocking acquire on a closed semaphore returns (it cannot be
+/// built outside the crate).
+fn closed_error() -> AcquireError {
+    let sem = Semaphore::new(0);
+    sem.close();
+    sem.acquire().unwrap_err()
+}
+
 /// How long the test waits for something that is expected to happen soon
 /// (a thread to finish, to queue, to report): past it, the test fails.
 const LONG: Duration = Duration::from_secs(10);
@@ -881,7 +889,7 @@ fn close_wakes_every_waiter_with_an_error() {
         sem.close();
         assert!(sem.is_closed());
         for t in blocking {
-            assert_eq!(t.join(), Err(AcquireError));
+            assert_eq!(t.join(), Err(closed_error()));
         }
         for t in timed {
             assert_eq!(t.join(), Err(TryAcquireError::Closed));
@@ -909,12 +917,15 @@ fn closed_semaphore_refuses_acquires_but_still_counts_permits() {
             // In a thread, so a blocking acquire that wrongly waits cannot hang.
             spawn(move || {
                 let closed = TryAcquireError::Closed;
-                assert_eq!(sem.acquire().unwrap_err(), AcquireError);
-                assert_eq!(sem.acquire_many(2).unwrap_err(), AcquireError);
-                assert_eq!(Arc::clone(&sem).acquire_owned().unwrap_err(), AcquireError);
+                assert_eq!(sem.acquire().unwrap_err(), closed_error());
+                assert_eq!(sem.acquire_many(2).unwrap_err(), closed_error());
+                assert_eq!(
+                    Arc::clone(&sem).acquire_owned().unwrap_err(),
+                    closed_error()
+                );
                 assert_eq!(
                     Arc::clone(&sem).acquire_many_owned(2).unwrap_err(),
-                    AcquireError
+                    closed_error()
                 );
                 assert_eq!(sem.try_acquire().unwrap_err(), closed);
                 assert_eq!(sem.try_acquire_many(2).unwrap_err(), closed);
@@ -1135,7 +1146,7 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
         let zero = {
             let sem = Arc::clone(&sem);
             spawn(move || {
-                assert_eq!(sem.acquire_many(0).unwrap_err(), AcquireError);
+                assert_eq!(sem.acquire_many(0).unwrap_err(), closed_error());
                 assert_eq!(
                     sem.try_acquire_many(0).unwrap_err(),
                     TryAcquireError::Closed
@@ -1150,7 +1161,7 @@ fn zero_permit_requests_never_wait_but_fail_when_closed() {
                 );
                 assert_eq!(
                     Arc::clone(&sem).acquire_many_owned(0).unwrap_err(),
-                    AcquireError
+                    closed_error()
                 );
                 assert_eq!(
                     Arc::clone(&sem).try_acquire_many_owned(0).unwrap_err(),
@@ -1280,14 +1291,14 @@ fn every_public_type_is_debug() {
         "{o}"
     );
     assert!(format!("{:?}", Semaphore::new(0)).contains("fair: false"));
-    assert_eq!(format!("{AcquireError:?}"), "AcquireError");
+    assert_eq!(format!("{:?}", closed_error()), "AcquireError(())");
     assert_eq!(format!("{:?}", TryAcquireError::Closed), "Closed");
     assert_eq!(format!("{:?}", TryAcquireError::NoPermits), "NoPermits");
 }
 
 #[test]
 fn errors_display_classify_and_convert() {
-    assert_eq!(AcquireError.to_string(), "semaphore closed");
+    assert_eq!(closed_error().to_string(), "semaphore closed");
     assert_eq!(TryAcquireError::Closed.to_string(), "semaphore closed");
     assert_eq!(
         TryAcquireError::NoPermits.to_string(),
@@ -1295,8 +1306,11 @@ fn errors_display_classify_and_convert() {
     );
     assert!(TryAcquireError::Closed.is_closed() && !TryAcquireError::Closed.is_no_permits());
     assert!(TryAcquireError::NoPermits.is_no_permits() && !TryAcquireError::NoPermits.is_closed());
-    assert_eq!(TryAcquireError::from(AcquireError), TryAcquireError::Closed);
-    let via_question_mark = || -> Result<(), TryAcquireError> { Err(AcquireError)? };
+    assert_eq!(
+        TryAcquireError::from(closed_error()),
+        TryAcquireError::Closed
+    );
+    let via_question_mark = || -> Result<(), TryAcquireError> { Err(closed_error())? };
     assert_eq!(via_question_mark(), Err(TryAcquireError::Closed));
     let boxed: Box<dyn std::error::Error> = Box::new(TryAcquireError::NoPermits);
     assert_eq!(boxed.to_string(), "no permits available");

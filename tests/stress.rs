@@ -237,9 +237,7 @@ fn timeouts_racing_releases_lose_no_permit() {
                             to.fetch_add(1, SeqCst);
                             continue;
                         }
-                        Err(TryAcquireError::Closed) => {
-                            panic!("Closed from a semaphore nobody closes")
-                        }
+                        Err(e) => panic!("{e:?} from a semaphore nobody closes"),
                     }
                 } else {
                     must_acquire(&s, 1)
@@ -272,7 +270,7 @@ fn fair_pair_with_a_timing_out_third_serves_every_acquire() {
                 match s.try_acquire_for(Duration::from_micros((i % 20) as u64)) {
                     Ok(p) => p,
                     Err(TryAcquireError::NoPermits) => continue,
-                    Err(TryAcquireError::Closed) => panic!("Closed from a semaphore nobody closes"),
+                    Err(e) => panic!("{e:?} from a semaphore nobody closes"),
                 }
             } else {
                 let p = must_acquire(&s, 1);
@@ -431,7 +429,7 @@ fn close_races_waiters_and_releases() {
                                 drop(p);
                             }
                             Err(TryAcquireError::Closed) => return acquired,
-                            Err(TryAcquireError::NoPermits) => {
+                            Err(_) => {
                                 panic!(
                                     "waited {:?} on a semaphore with a cycling permit",
                                     generous()
