@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""Benchmark report for aqs: docs/bench-results.md and docs/bench.svg.
+
+Reads, under the target directory (bench-report.sh passes
+${CARGO_TARGET_DIR:-target/bench}):
+
+  criterion/**/new/{benchmark,estimates,sample}.json   cargo bench -p aqs-benchmark
+  aqs-bench/rust.jsonl    that run's start, load, and CPU time and per-thread
+                          counts of its thread-pool cells (contended, io)
+  aqs-bench/jdk.jsonl     benchmark/scripts/bench-jdk.sh
+
+Standard library only. Every number shown is a median over samples. Speed
+ratios are reference time / time (throughput / reference throughput): above 1
+means faster. CPU ratios are CPU time per pair / the reference's: above 1
+means more CPU.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+# (id, label) in table order.
+CONTENDERS = [
+    ("aqs-nonfair", "aqs nonfair"),
+    ("aqs-fair", "aqs fair"),
+    ("tokio", "tokio (FIFO)"),
+    ("async-lock", "async-lock"),
+    ("futures-intrusive-fair", "futures-intrusive fair (FIFO)"),
+    ("futures-intrusive-unfair", "futures-intrusive unfair"),
+    ("std-condvar", "std Mutex+Condvar"),
+    ("parking_lot-condvar", "parking_lot Mutex+Condvar"),
+    ("jdk-fair", "JDK Semaphore fair (FIFO)"),
+    ("jdk-nonfair", "JDK Semaphore nonfair"),
+]
+LABEL = dict(CONTENDERS)
+RUST_PEERS = [c for c, _ in CONTENDERS[2:8]]
+PEERS = RUST_PEERS + ["jdk-fair", "jdk-nonfair"]
+FIFO_PEERS = ["tokio", "futures-intrusive-fair", "jdk-fair"]
+REF, JDK_REF = "tokio", "jdk-nonfair"
+NOISY = 0.25  # `~` when (max - min) / median of the samples exceeds this
+
+UNCONTENDED = [
+    ("acquire_release", "acquire+release"),
+    ("try_acquire_release", "try_acquire+release"),
+]
+CONTENDED = [f"t{t}_p{p}" for t, p in [(2, 1), (4, 1), (16, 1), (2, 4), (4, 4), (16, 4)]]
+IO = [("t16_p4_100us", "16 threads, 4 permits, 100 µs:"), ("t64_p8_1ms", "64 threads, 8 permits, 1 ms:")]
+
+
+def head(bench):
+    """`t16_p4` -> `T=16 P=4`."""
+    t, p = bench.split("_")[:2]
+    return f"T={t[1:]} P={p[1:]}"
+
+
+# ----------------------------------------------------------------- loading
+
+
+def load_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def spread(xs):
+    """Median (the upper one, as in the harnesses), min and max."""
+    s = sorted(xs)
+    return {"ns": s[len(s) // 2], "min": s[0], "max": s[-1]}
+
+
+def load_criterion(target, not_before, warnings):
+    """{(group, bench, contender): {ns, min, max}} from criterion's new/ dirs."""
+    out, stale = {}, []
+    for bj in sorted((target / "criterion").glob("**/new/benchmark.json")):
+        meta, est = load_json(bj), load_json(bj.parent / "estimates.json")
+        if not meta or not est or not meta.get("value_str"):
+            continue
+        key = (meta["group_id"], meta["function_id"], meta["value_str"])
+        if not_before and (bj.parent / "estimates.json").stat().st_mtime < not_before:
+            stale.append("/".join(key))
+            continue
+        rec = {"ns": est["median"]["point_estimate"]}
+        sample = load_json(bj.parent / "sample.json") or {}
+        per = [t / i for t, i in zip(sample.get("times", []), sample.get("iters", [])) if i]
+        rec["min"], rec["max"] = (min(per), max(per)) if per else (rec["ns"], rec["ns"])
+        out[key] = rec
+    if stale:
+        warnings.append(
+            f"{len(stale)} criterion result(s) older than the last `cargo bench` were left out "
+            f"(e.g. {', '.join(stale[:3])})."
+        )
+    return out
+
+
+def load_jsonl(path):
+    """(meta line or None, {(group, bench, contender): record}) of one harness."""
+    meta, cells = None, {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return meta, cells
+    for line in lines:
+        rec = json.loads(line) if line.strip() else {}
+        if rec.get("group") == "meta":
+            meta = rec
+        elif rec.get("group"):
+            cell = spread(rec["samples_ns"])
+            if rec.get("cpu_ns"):
+                cell["cpu"] = spread(rec["cpu_ns"])
+            if rec.get("counts"):
+                cell["counts"] = rec["counts"]
+            cells[(rec["group"], rec["bench"], rec["contender"])] = cell
+    return meta, cells
+
+
+# ------------------------------------------------------------- formatting
+
+
+def sig(x):
+    """Three significant digits, no exponent."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    a = abs(x)
+    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 1 else f"{x:.3g}"
+
+
+def noisy(rec):
+    return rec["ns"] > 0 and (rec["max"] - rec["min"]) / rec["ns"] > NOISY
+
+
+class Data:
+    def __init__(self, results):
+        self.r = results
+
+    def get(self, group, bench, c):
+        return self.r.get((group, bench, c))
+
+    def ns(self, group, bench, c):
+        rec = self.get(group, bench, c)
+        return rec["ns"] if rec else None
+
+    def cpu(self, group, bench, c):
+        rec = self.get(group, bench, c)
+        return rec["cpu"]["ns"] if rec and "cpu" in rec else None
+
+    def ratio(self, group, bench, c, ref):
+        """Speed of `c` relative to `ref`: ref time / time."""
+        a, b = self.ns(group, bench, c), self.ns(group, bench, ref)
+        return b / a if a and b else None
+
+    def cell(self, group, bench, c, scale, key=None):
+        """A median scaled for display, `~` when noisy; `key="cpu"` for CPU time."""
+        rec = self.get(group, bench, c)
+        rec = rec and (rec.get(key) if key else rec)
+        return sig(scale(rec["ns"])) + ("~" if noisy(rec) else "") if rec else "n/a"
+
+    def best(self, group, bench, peers, key=ns):
+        """The peer with the least time (or CPU time, with key=Data.cpu), or None."""
+        have = [(key(self, group, bench, p), p) for p in peers if key(self, group, bench, p) is not None]
+        return min(have)[1] if have else None
+
+
+def table(data, group, benches, columns):
+    """One row per contender with results in `group`: for each (bench, bench
+    title), one cell per column (title, value(bench, contender)); the bench
+    title heads its first column."""
+    head = ["contender"] + [f"{t} {title}".strip() if i == 0 else title
+                            for _, t in benches for i, (title, _) in enumerate(columns)]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for c, label in CONTENDERS:
+        if any(data.get(group, b, c) for b, _ in benches):
+            lines.append("| " + " | ".join([label] + [f(b, c) for b, _ in benches for _, f in columns]) + " |")
+    return "\n".join(lines)
+
+
+def value(data, group, scale, key=None):
+    return lambda b, c: data.cell(group, b, c, scale, key)
+
+
+def speed(data, group, ref):
+    return lambda b, c: sig(data.ratio(group, b, c, ref))
+
+
+def ratios(data, group):
+    return [("×tokio", speed(data, group, REF)), ("×JDK nf", speed(data, group, JDK_REF))]
+
+
+def io_notes(data):
+    """aqs fair's CPU per pair against the cheapest FIFO peer's, and aqs
+    nonfair's against the cheapest peer's."""
+    notes = []
+    for b, label in IO:
+        parts = []
+        for c, peers, kind in [("aqs-fair", FIFO_PEERS, "FIFO peer"), ("aqs-nonfair", PEERS, "peer")]:
+            peer, cpu = data.best("io", b, peers, Data.cpu), data.cpu("io", b, c)
+            if peer and cpu:
+                parts.append(
+                    f"{LABEL[c]} {sig(cpu / 1e3)} µs = **{sig(cpu / data.cpu('io', b, peer))}×** the cheapest "
+                    f"{kind} ({LABEL[peer]}, {sig(data.cpu('io', b, peer) / 1e3)} µs)"
+                )
+        if parts:
+            notes.append(f"- {label} CPU per pair of " + "; ".join(parts) + ".")
+    return "\n".join(notes)
+
+
+def fairness(data, bench="t16_p1"):
+    """Pairs per thread over the measured windows of one contended cell."""
+    lines = ["| contender | per-thread min | per-thread max | max/min |", "|---|---:|---:|---:|"]
+    for c, label in CONTENDERS:
+        counts = (data.get("contended", bench, c) or {}).get("counts")
+        if counts:
+            lo, hi = min(counts), max(counts)
+            lines.append(f"| {label} | {lo} | {hi} | {sig(hi / lo) if lo else '∞'} |")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------- SVG
+
+
+CATEGORIES = (
+    [("uncontended", b, f"uncontended: {label}") for b, label in UNCONTENDED]
+    + [("contended", b, f"contended: {head(b)}") for b in CONTENDED]
+    + [("handoff", "round_trip", "hand-off round trip"), ("batch_wake", "wake8", "batch wake of 8")]
+)
+SERIES = [
+    ("aqs-nonfair", "aqs nonfair", "#1f5fa8"),
+    ("aqs-fair", "aqs fair", "#7fb2e5"),
+    ("best-rust", "best Rust peer (named)", "#8c8c8c"),
+    ("jdk-nonfair", "JDK nonfair", "#c0392b"),
+    ("jdk-fair", "JDK fair", "#f0a39a"),
+]
+
+
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def svg_chart(data, subtitle):
+    """Speed relative to tokio per category, one bar per series, log scale."""
+    rows = []
+    for group, bench, label in CATEGORIES:
+        if data.ns(group, bench, REF) is None:
+            continue
+        bars = []
+        for sid, _, _ in SERIES:
+            c = data.best(group, bench, RUST_PEERS) if sid == "best-rust" else sid
+            bars.append((sid, data.ratio(group, bench, c, REF) if c else None, c if sid == "best-rust" else None))
+        rows.append((label, bars))
+    values = [v for _, bars in rows for _, v, _ in bars if v] + [1.0]
+    lo, hi = min(values) / 1.6, max(values) * 1.6
+    left = 24 + 7 * max([len(label) for label, _ in rows] + [10])
+    plot_w, bar_h, top = 560, 9, 92
+    row_h = len(SERIES) * (bar_h + 2) + 12
+    width, height = left + plot_w + 175, top + len(rows) * row_h + 50
+
+    def x(v):
+        return left + plot_w * math.log(v / lo) / math.log(hi / lo)
+
+    o = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        '<text x="12" y="22" font-size="15" font-weight="bold">aqs::Semaphore and peers: speed relative to '
+        "tokio::sync::Semaphore (= 1; log scale; &gt; 1 is faster)</text>",
+        f'<text x="12" y="40" font-size="11" fill="#555">{esc(subtitle)}</text>',
+    ]
+    lx = 12
+    for _, name, col in SERIES:
+        o.append(f'<rect x="{lx}" y="52" width="12" height="12" fill="{col}"/><text x="{lx + 16}" y="62">{esc(name)}</text>')
+        lx += 22 + 7 * len(name)
+    bottom = top + len(rows) * row_h - 6
+    for t in [m * 10**e for e in range(-3, 4) for m in (1, 2, 5)]:
+        if lo <= t <= hi:
+            col, w = ("#333", 1.5) if t == 1 else ("#ddd", 1)
+            o.append(f'<line x1="{x(t):.1f}" y1="{top - 8}" x2="{x(t):.1f}" y2="{bottom:.1f}" stroke="{col}" stroke-width="{w}"/>')
+            o.append(f'<text x="{x(t):.1f}" y="{bottom + 16:.1f}" text-anchor="middle" fill="#333">{t:g}</text>')
+    y = top
+    for label, bars in rows:
+        o.append(f'<text x="{left - 10}" y="{y + len(SERIES) * (bar_h + 2) / 2 + 4:.1f}" text-anchor="end">{esc(label)}</text>')
+        for i, (sid, v, note) in enumerate(bars):
+            if not v:
+                continue
+            by = y + i * (bar_h + 2)
+            x0, x1 = sorted((x(1), x(v)))
+            text = esc(sig(v) + (f" {note}" if note else ""))
+            o.append(f'<rect x="{x0:.1f}" y="{by:.1f}" width="{max(x1 - x0, 1):.1f}" height="{bar_h}" fill="{dict((s, c) for s, _, c in SERIES)[sid]}"/>')
+            tx, anchor = (x1 + 3, "start") if v >= 1 else (x0 - 3, "end")
+            o.append(f'<text x="{tx:.1f}" y="{by + bar_h - 1:.1f}" font-size="10" text-anchor="{anchor}">{text}</text>')
+        y += row_h
+    return "\n".join(o + ["</svg>"]) + "\n"
+
+
+# ------------------------------------------------------------------- main
+
+
+def first_line(cmd):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        return (p.stdout + p.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "not available"
+
+
+def when(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default="target/bench")
+    ap.add_argument("--md", default="docs/bench-results.md")
+    ap.add_argument("--svg", default="docs/bench.svg")
+    args = ap.parse_args(argv)
+
+    target, warnings = Path(args.target), []
+    rust_meta, rust_cells = load_jsonl(target / "aqs-bench/rust.jsonl")
+    jdk_meta, jdk_cells = load_jsonl(target / "aqs-bench/jdk.jsonl")
+    results = load_criterion(target, rust_meta and rust_meta["started_unix"] - 5, warnings)
+    if not results:
+        sys.exit(f"no criterion results under {target}/criterion: run `cargo bench -p aqs-benchmark` first")
+    for key, cell in rust_cells.items():  # criterion times the cell; the JSON adds CPU time and counts
+        results.setdefault(key, cell).update({k: cell[k] for k in ("cpu", "counts") if k in cell})
+    results.update(jdk_cells)
+    if not jdk_cells:
+        warnings.append("no JDK results (bench-jdk.sh not run, or java not installed): JDK cells are n/a.")
+    elif rust_meta and jdk_meta and rust_meta["quick"] != jdk_meta["quick"]:
+        warnings.append("the Rust and JDK results come from different modes (quick and full).")
+    data = Data(results)
+
+    quick = rust_meta["quick"] if rust_meta else None
+    mode = "unknown" if quick is None else "quick (`AQS_BENCH_QUICK=1`)" if quick else "full"
+    runs = [
+        f"{name} {when(m['started_unix'])}, load average {m['loadavg_start']} at start, {m['loadavg_end']} at end"
+        for name, m in (("Rust suite", rust_meta), ("JDK", jdk_meta))
+        if m
+    ]
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), "unknown") if Path("/proc/cpuinfo").exists() else "unknown"
+    machine = f"{first_line(['nproc'])} CPUs ({cpu}), {first_line(['uname', '-sr'])}"
+    tools = f"{first_line(['rustc', '-V'])}; {first_line(['java', '-version'])}"
+    subtitle = f"{runs[0] if runs else ''}; {mode.replace('`', '')} mode; {machine}"
+    floors = "; ".join(
+        f"{label} {data.cell('uncontended', b, c, lambda ns: ns)} ns"
+        for b, c, label in [("atomic_pair", "floor", "a bare `fetch_sub` + `fetch_add` pair"),
+                            ("critical_section", "alone", "the critical section alone"),
+                            ("critical_section", "jdk-alone", "the same in Java")]
+    )
+    cont = [(b, head(b)) for b in CONTENDED]
+
+    def contended(b, c):
+        ratio = sig(data.ratio("contended", b, c, REF))
+        return f"{data.cell('contended', b, c, lambda ns: 1e3 / ns)} ({ratio}) · {data.cell('contended', b, c, lambda ns: ns / 1e3, 'cpu')}"
+
+    md = [
+        "# Benchmark results",
+        "",
+        "Generated by `benchmark/scripts/bench-report.sh` from `benchmark/benches/semaphore.rs` (criterion)",
+        "and `benchmark/jdk/SemaphoreBench.java`; do not edit by hand. The workloads are described in",
+        "`benchmark/src/lib.rs`.",
+        "",
+        f"- Mode: {mode}; machine: {machine}; {tools}",
+        *[f"- {r}" for r in runs],
+        f"- Command: `{'AQS_BENCH_QUICK=1 ' if quick else ''}benchmark/scripts/bench-report.sh --run`",
+        "",
+        "Every number is a median over samples. Ratios in brackets and `×` columns are speeds relative to",
+        "a reference (reference time / time): **above 1 means faster**. `×tokio` is relative to",
+        "`tokio::sync::Semaphore`, `×JDK nf` to `java.util.concurrent.Semaphore` nonfair. CPU time is the",
+        "process CPU clock over a measurement window divided by the pairs completed in it. `~` marks a",
+        f"noisy cell: max − min of the samples > {NOISY:.0%} of the median. FIFO semaphores (tokio,",
+        "futures-intrusive fair, aqs fair, JDK fair) hand each permit to a parked thread when threads",
+        "outnumber permits, so compare fair with fair and nonfair with nonfair.",
+        "",
+        *[f"> **Note:** {w}" for w in warnings],
+        "",
+        "![speed relative to tokio](bench.svg)",
+        "",
+        "## 1. Uncontended (one thread; ns per operation)",
+        "",
+        table(data, "uncontended", UNCONTENDED, [("(ns)", value(data, "uncontended", lambda ns: ns))]
+              + ratios(data, "uncontended")),
+        "",
+        f"For reference: {floors}.",
+        "",
+        "## 2. Contended: M pairs/s (×tokio) · CPU µs per pair",
+        "",
+        "T threads over P permits; each loop acquires, runs the critical section (load a word, 50",
+        "dependent xorshift-multiply rounds, store it back) and releases.",
+        "",
+        table(data, "contended", cont, [("", contended)]),
+        "",
+        "Speed relative to JDK nonfair:",
+        "",
+        table(data, "contended", cont, [("", speed(data, "contended", JDK_REF))]),
+        "",
+        "How evenly the threads were served at T=16 P=1 (pairs per thread over the measured windows):",
+        "",
+        fairness(data),
+        "",
+        "## 3. A semaphore bounding I/O: each permit held across a sleep",
+        "",
+        "Throughput is bounded by the sleeps; what differs is the CPU time each pair costs, the sleep's",
+        "own included. CPU ratios are CPU per pair / the peer's: **above 1 means aqs uses more CPU**.",
+        "",
+        table(data, "io", IO, [("k pairs/s", value(data, "io", lambda ns: 1e6 / ns)),
+                               ("CPU µs/pair", value(data, "io", lambda ns: ns / 1e3, "cpu"))]),
+        "",
+        io_notes(data),
+        "",
+        "## 4. Hand-off (two threads ping-pong over two 0-permit semaphores)",
+        "",
+        table(data, "handoff", [("round_trip", "k round trips/s")], [("", value(data, "handoff", lambda ns: 1e6 / ns))]
+              + ratios(data, "handoff")),
+        "",
+        "## 5. Batch wake (8 parked threads, one release of 8 permits)",
+        "",
+        table(data, "batch_wake", [("wake8", "µs until all 8 returned")],
+              [("", value(data, "batch_wake", lambda ns: ns / 1e3))] + ratios(data, "batch_wake")),
+        "",
+    ]
+    Path(args.md).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.md).write_text("\n".join(md))
+    Path(args.svg).write_text(svg_chart(data, subtitle))
+    print(f"wrote {args.md} and {args.svg}")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
