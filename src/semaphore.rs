@@ -80,14 +80,16 @@ use crate::queue::{self, AcquireFailed, Acquired, Discipline, RawSync, SharedPol
 ///
 /// A thread that cannot take its permits at once joins the queue and sleeps
 /// until a release can serve it (on a nonfair semaphore it first spins
-/// briefly, while nobody is queued). On a fair semaphore a queued thread
-/// does not sleep at once: for up to 50 µs from the start of its wait, and
-/// again after each wake-up, it gives its CPU away
+/// briefly, while nobody is queued). On a fair semaphore whose queue turns
+/// over fast (waiters acquiring less than about 20 µs apart), a queued
+/// thread does not sleep at once: for up to 50 µs from the start of its
+/// wait, and again after each wake-up, it gives its CPU away
 /// ([`yield_now`](std::thread::yield_now)) and looks again. Under contention
 /// its turn usually comes within that time, and a thread that stays runnable
-/// needs no wake-up, which costs far more than a yield. The price is CPU time
-/// while the permits stay held: up to 50 µs of yields per waiter before it
-/// sleeps.
+/// needs no wake-up, which costs far more than a yield. Where permits are
+/// held longer (across a sleep, a query or a request), the queue turns over
+/// slowly and waiters sleep at once, so waiting costs no more CPU than on a
+/// semaphore that never yields.
 ///
 /// # Memory ordering
 ///

@@ -10,6 +10,9 @@ use std::time::Duration;
 #[cfg(not(aqs_loom))]
 use std::time::Instant;
 
+#[cfg(not(aqs_loom))]
+use crate::loom::{AtomicU64, Ordering::Relaxed};
+
 /// How many extra spin budgets a strict FIFO waiter second in line may use
 /// while its predecessor, the first waiter, wakes with its value already
 /// there. One budget is often shorter than a wake-up, and a second waiter
@@ -28,6 +31,23 @@ pub(crate) const SECOND_IN_LINE_RENEWALS: u32 = 3;
 /// parks instead of burning CPU. The length and its measurements are in
 /// `docs/design.md`, "Yielding before parking".
 pub(crate) const YIELD_WINDOW: Duration = Duration::from_micros(50);
+
+/// A queue whose waiters acquire more often than this, one after another,
+/// is worth yielding for: its turns come faster than a sleep and a wake-up
+/// would deliver them. It sits above the cost of a sleep and a wake-up, so a
+/// fast queue whose waiters all happen to park (each turn then costs about
+/// one wake-up) still reads as fast, and its waiters go back to yielding. A
+/// queue that moves slower is held up by its holders (they sleep, or wait
+/// on I/O), and a waiter's yields would only burn CPU: it parks at once.
+#[cfg(not(aqs_loom))]
+const FAST_TURN: Duration = Duration::from_micros(20);
+
+/// The longest gap between turns that [`Pace`] counts: a longer one counts
+/// as this long. One stall (a holder preempted, an idle spell) then cannot
+/// mark a fast queue slow; three slow turns in a row do, and four fast ones
+/// undo it.
+#[cfg(not(aqs_loom))]
+const MAX_TURN: Duration = Duration::from_micros(40);
 
 /// A yield that returns sooner than this found no other thread to run.
 /// (A `sched_yield` that switches to another thread and back takes several
@@ -206,9 +226,77 @@ impl YieldWindow {
     }
 }
 
+/// How fast a queue turns over: a running average of the time between
+/// acquisitions by waiters that had to wait (yield or park). It decides
+/// whether a waiter yields at all ([`FAST_TURN`]). A heuristic shared by all
+/// of a synchronizer's waiters: its loads and stores are relaxed, and a lost
+/// update only delays the average. Under loom it keeps nothing and always
+/// reads as fast (the models choose their yields themselves).
+#[derive(Debug)]
+pub(crate) struct Pace {
+    /// When the last waiter acquired, in ns since [`epoch`] (0: never).
+    #[cfg(not(aqs_loom))]
+    last: AtomicU64,
+    /// The running average of the gaps, in ns.
+    #[cfg(not(aqs_loom))]
+    turn: AtomicU64,
+}
+
+/// The process's clock origin for [`Pace`].
+#[cfg(not(aqs_loom))]
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+impl Pace {
+    /// A queue with no history: fast.
+    #[cfg(not(aqs_loom))]
+    pub(crate) const fn new() -> Self {
+        Pace {
+            last: AtomicU64::new(0),
+            turn: AtomicU64::new(0),
+        }
+    }
+
+    /// A queue with no history (loom: nothing to keep).
+    #[cfg(aqs_loom)]
+    pub(crate) fn new() -> Self {
+        Pace {}
+    }
+
+    /// Records that a waiter that had to wait has acquired.
+    #[inline]
+    pub(crate) fn turned(&self) {
+        #[cfg(not(aqs_loom))]
+        {
+            // At least 1, so that 0 keeps meaning "never".
+            let now = (epoch().elapsed().as_nanos() as u64).max(1);
+            let last = self.last.swap(now, Relaxed);
+            if last != 0 {
+                let gap = now.saturating_sub(last).min(MAX_TURN.as_nanos() as u64);
+                let turn = self.turn.load(Relaxed);
+                // A running average over about four turns.
+                self.turn.store(turn - turn / 4 + gap / 4, Relaxed);
+            }
+        }
+    }
+
+    /// Whether the queue turns over fast enough to yield for.
+    #[inline]
+    pub(crate) fn is_fast(&self) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            self.turn.load(Relaxed) < FAST_TURN.as_nanos() as u64
+        }
+        #[cfg(aqs_loom)]
+        true
+    }
+}
+
 #[cfg(all(test, not(aqs_loom)))]
 mod tests {
-    use super::YieldWindow;
+    use super::{Pace, YieldWindow, FAST_TURN};
     use std::time::Duration;
 
     #[test]
@@ -245,5 +333,22 @@ mod tests {
         assert!(!window.yield_now(), "idle yields in a row left it open");
         window.reset();
         assert!(window.yield_now(), "a reset window opens again");
+    }
+
+    #[test]
+    fn pace_reads_slow_after_slow_turns_and_fast_again_after_fast_ones() {
+        let pace = Pace::new();
+        assert!(pace.is_fast(), "a queue with no history is fast");
+        pace.turned();
+        for _ in 0..8 {
+            std::thread::sleep(FAST_TURN * 4);
+            pace.turned();
+        }
+        assert!(!pace.is_fast(), "turns far apart read as fast");
+        // Back-to-back turns bring the average down again.
+        for _ in 0..64 {
+            pace.turned();
+        }
+        assert!(pace.is_fast(), "fast turns did not bring the pace back");
     }
 }

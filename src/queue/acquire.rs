@@ -177,16 +177,23 @@ impl RawSync {
         }
         let mut guard = Some(self.reclaim.enter());
         let mut waiter = self.enqueue(arg, deadline, guard.as_ref().expect("entered above"));
+        let mut waited = false;
         loop {
             let step = waiter.step(policy, guard.as_ref().expect("re-entered after every wait"));
             match step {
-                Step::Acquired => return Ok(()),
+                Step::Acquired => {
+                    if waited {
+                        self.pace.turned();
+                    }
+                    return Ok(());
+                }
                 Step::Closed => return Err(AcquireFailed::Closed),
                 Step::TimedOut => return Err(AcquireFailed::TimedOut),
                 Step::Wait => {
                     // R6: never park, nor yield, inside a guard.
                     drop(guard.take());
                     waiter.wait_blocking(discipline);
+                    waited = true;
                     guard = Some(self.reclaim.enter());
                 }
             }
@@ -494,8 +501,8 @@ impl Waiter<'_> {
     }
 
     /// A blocking wait after [`Step::Wait`], outside any guard (R6): a FIFO
-    /// waiter early in its wait gives its CPU away and looks again
-    /// (`YIELD_WINDOW`); otherwise it parks until its wake flag is set or the
+    /// waiter early in its wait, on a queue that turns over fast (`Pace`),
+    /// gives its CPU away and looks again (`YIELD_WINDOW`); otherwise it parks until its wake flag is set or the
     /// deadline passes. To the protocol a yield is a park that returns at
     /// once: we are armed, and a release that counts on us sets our flag,
     /// which we consume as after a park.
@@ -503,7 +510,11 @@ impl Waiter<'_> {
         // SAFETY: N1: our own node stays allocated while we wait, guard or no
         // guard (nobody but us retires it before we leave the queue).
         let me = unsafe { Node::get(self.node) };
-        if d.yields_before_parking() && self.sync.yields() && self.window.yield_now() {
+        if d.yields_before_parking()
+            && self.sync.yields()
+            && self.sync.pace.is_fast()
+            && self.window.yield_now()
+        {
             let woken = me.wake.swap(0, Acquire) != 0;
             self.resume(if woken {
                 Resumed::Woken

@@ -1,7 +1,7 @@
 //! Loom models of the queue core: acquire, release, propagation,
 //! cancellation, close and node reclamation, each checked exhaustively within
-//! a preemption bound, on a test policy with a counting semaphore's rules
-//! (`Permits`, fair or barging).
+//! a preemption bound, on the test policy (`test_policy.rs`) with a fair or
+//! barging counting semaphore's rules.
 //!
 //! Run (what `scripts/loom.sh` does):
 //!
@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use loom::cell::UnsafeCell;
 use loom::thread;
 
-use super::policy::{Acquired, Discipline, SharedPolicy};
 use super::state::{is_closed, value_of, waiters_of, ARMED};
+use super::test_policy::Permits;
 use super::RawSync;
 use crate::loom::Ordering::AcqRel;
 
@@ -49,55 +49,6 @@ fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let bound = builder.preemption_bound.map_or(bound, |env| env.min(bound));
     builder.preemption_bound = Some(bound);
     builder.check(f);
-}
-
-/// A counting semaphore's rules, fair or barging: arrivals refuse while
-/// others queue when fair; woken waiters may take units out of turn, leaving
-/// a fair queue's waiters in front what they need; releases only add.
-struct Permits {
-    fair: bool,
-}
-
-impl SharedPolicy for Permits {
-    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
-        if self.fair && others_queued {
-            return None;
-        }
-        let left = value.checked_sub(arg)?;
-        Some(Acquired {
-            value: left,
-            propagate: left > 0,
-        })
-    }
-
-    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-        value.checked_add(arg).expect("overflow")
-    }
-
-    fn release_adds(&self) -> bool {
-        true
-    }
-
-    fn discipline(&self) -> Discipline {
-        if self.fair {
-            Discipline::Fifo
-        } else {
-            Discipline::Barging
-        }
-    }
-
-    fn out_of_turn(&self) -> bool {
-        true
-    }
-
-    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
-        let reserve = if self.fair { ahead } else { 0 };
-        let left = value.checked_sub(arg)?;
-        (left >= reserve).then_some(Acquired {
-            value: left,
-            propagate: left > 0,
-        })
-    }
 }
 
 /// The core and its policy: a semaphore without the public type's wrapping.
@@ -140,7 +91,7 @@ impl Sem {
 fn semaphore(fair: bool, permits: u32) -> Arc<Sem> {
     Arc::new(Sem {
         raw: RawSync::new(permits),
-        policy: Permits { fair },
+        policy: Permits { fair, adds: true },
     })
 }
 
@@ -154,7 +105,10 @@ fn fair_yielding(permits: u32) -> Arc<Sem> {
     raw.loom_yields = true;
     Arc::new(Sem {
         raw,
-        policy: Permits { fair: true },
+        policy: Permits {
+            fair: true,
+            adds: true,
+        },
     })
 }
 

@@ -214,6 +214,7 @@
 use std::ptr;
 
 use crate::loom::{AtomicPtr, AtomicU64, Ordering::*};
+use crate::spin::Pace;
 
 mod acquire;
 mod cancel;
@@ -225,6 +226,8 @@ mod state;
 
 #[cfg(all(test, aqs_loom))]
 mod loom_models;
+#[cfg(test)]
+mod test_policy;
 #[cfg(all(test, not(aqs_loom)))]
 mod tests;
 
@@ -241,6 +244,8 @@ pub(crate) struct RawSync {
     head: AtomicPtr<Node>,
     tail: AtomicPtr<Node>,
     reclaim: Reclaim,
+    /// How fast waiters acquire, one after another: whether yielding pays.
+    pace: Pace,
     /// loom only: whether FIFO waiters yield before parking (off unless a
     /// model asks: a waiter that yields and looks again before it parks
     /// needs more preemptions to be caught asleep, which would take the
@@ -264,6 +269,7 @@ impl RawSync {
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
+            pace: Pace::new(),
         }
     }
 
@@ -275,6 +281,7 @@ impl RawSync {
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
+            pace: Pace::new(),
             loom_yields: false,
         }
     }

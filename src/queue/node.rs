@@ -83,10 +83,8 @@ impl Node {
         node.freed.with(|freed| {
             // SAFETY: `freed` is only written by `free`; loom reports a write
             // racing this read as a causality violation.
-            assert!(
-                !unsafe { *freed },
-                "aqs: a queue node was used after it was freed"
-            );
+            let freed = unsafe { *freed };
+            assert!(!freed, "aqs: a queue node was used after it was freed");
         });
         node
     }

@@ -1,64 +1,14 @@
-//! Unit tests of the core on two test policies: `Count` (barging, a plain
-//! counter) and `Fifo` (the same arithmetic under strict FIFO rules).
+//! Unit tests of the core on the test policy (`test_policy.rs`), barging
+//! (`COUNT`) and strict FIFO (`FIFO`).
 
 use super::node::{Node, CANCELLED};
-use super::policy::{Acquired, Discipline, SharedPolicy};
+use super::policy::SharedPolicy;
 use super::state::{value_of, waiters_of, ARMED};
+use super::test_policy::{COUNT, FIFO};
 use super::*;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// A plain counting policy (nonfair) for driving the core directly.
-struct Count;
-
-impl SharedPolicy for Count {
-    fn try_acquire_shared(&self, value: u32, arg: u32, _others_queued: bool) -> Option<Acquired> {
-        let left = value.checked_sub(arg)?;
-        Some(Acquired {
-            value: left,
-            propagate: left > 0,
-        })
-    }
-    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-        value.checked_add(arg).expect("overflow")
-    }
-    fn discipline(&self) -> Discipline {
-        Discipline::Barging
-    }
-    fn out_of_turn(&self) -> bool {
-        true
-    }
-    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, _ahead: u32) -> Option<Acquired> {
-        self.try_acquire_shared(value, arg, false)
-    }
-}
-
-/// A strict FIFO counting policy (a fair semaphore's rules).
-struct Fifo;
-
-/// `Count`'s arithmetic under FIFO rules.
-impl SharedPolicy for Fifo {
-    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
-        (!others_queued)
-            .then(|| Count.try_acquire_shared(value, arg, false))
-            .flatten()
-    }
-    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
-        Count.try_release_shared(value, arg)
-    }
-    fn discipline(&self) -> Discipline {
-        Discipline::Fifo
-    }
-    fn out_of_turn(&self) -> bool {
-        true
-    }
-    fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
-        Count
-            .try_acquire_shared(value, arg, false)
-            .filter(|a| a.value >= ahead)
-    }
-}
 
 /// The queue as a list of statuses from head to tail.
 fn queue_statuses(sync: &RawSync) -> Vec<i32> {
@@ -139,9 +89,9 @@ fn settled(sync: &RawSync) {
 #[test]
 fn uncontended_use_never_creates_the_queue() {
     let sync = RawSync::new(2);
-    assert_eq!(sync.try_acquire_shared(&Count, 2), TryAcquire::Acquired);
-    assert_eq!(sync.try_acquire_shared(&Count, 1), TryAcquire::Failed);
-    sync.release_shared(&Count, 2);
+    assert_eq!(sync.try_acquire_shared(&COUNT, 2), TryAcquire::Acquired);
+    assert_eq!(sync.try_acquire_shared(&COUNT, 1), TryAcquire::Failed);
+    sync.release_shared(&COUNT, 2);
     assert_eq!(value_of(sync.state()), 2);
     assert!(
         queue_statuses(&sync).is_empty(),
@@ -154,10 +104,10 @@ fn queued_acquire_leaves_only_the_new_head() {
     let sync = Arc::new(RawSync::new(0));
     let waiter = {
         let sync = Arc::clone(&sync);
-        thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        thread::spawn(move || sync.acquire_shared(&COUNT, 1, None))
     };
     wait_until("the waiter is queued", || waiters_of(sync.state()) == 1);
-    sync.release_shared(&Count, 1);
+    sync.release_shared(&COUNT, 1);
     assert_eq!(waiter.join().unwrap(), Ok(()));
     assert_eq!(
         queue_statuses(&sync).len(),
@@ -173,7 +123,7 @@ fn timed_out_tail_unlinks_itself() {
     let sync = RawSync::new(0);
     let deadline = Instant::now() + Duration::from_millis(5);
     assert_eq!(
-        sync.acquire_shared(&Count, 1, Some(deadline)),
+        sync.acquire_shared(&COUNT, 1, Some(deadline)),
         Err(AcquireFailed::TimedOut)
     );
     // Only the dummy head is left (it may keep the SIGNAL its departed
@@ -192,7 +142,7 @@ fn cancelled_middle_node_is_skipped_and_freed() {
     let sync = Arc::new(RawSync::new(0));
     let first = {
         let sync = Arc::clone(&sync);
-        thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        thread::spawn(move || sync.acquire_shared(&COUNT, 1, None))
     };
     wait_until("the first waiter is queued", || {
         waiters_of(sync.state()) == 1
@@ -200,7 +150,7 @@ fn cancelled_middle_node_is_skipped_and_freed() {
     let middle = {
         let sync = Arc::clone(&sync);
         thread::spawn(move || {
-            sync.acquire_shared(&Count, 1, Some(Instant::now() + Duration::from_millis(200)))
+            sync.acquire_shared(&COUNT, 1, Some(Instant::now() + Duration::from_millis(200)))
         })
     };
     wait_until("the middle waiter is queued", || {
@@ -208,14 +158,14 @@ fn cancelled_middle_node_is_skipped_and_freed() {
     });
     let last = {
         let sync = Arc::clone(&sync);
-        thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+        thread::spawn(move || sync.acquire_shared(&COUNT, 1, None))
     };
     wait_until("the last waiter is queued", || {
         waiters_of(sync.state()) == 3
     });
     assert_eq!(middle.join().unwrap(), Err(AcquireFailed::TimedOut));
     assert_eq!(waiters_of(sync.state()), 2);
-    sync.release_shared(&Count, 2);
+    sync.release_shared(&COUNT, 2);
     assert_eq!(first.join().unwrap(), Ok(()));
     assert_eq!(last.join().unwrap(), Ok(()));
     assert_eq!(queue_statuses(&sync).len(), 1);
@@ -234,11 +184,11 @@ fn batch_release_serves_everyone_and_leaves_no_live_node() {
         let waiters: Vec<_> = (0..6)
             .map(|_| {
                 let sync = Arc::clone(&sync);
-                thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+                thread::spawn(move || sync.acquire_shared(&COUNT, 1, None))
             })
             .collect();
         wait_until("all six are queued", || waiters_of(sync.state()) == 6);
-        sync.release_shared(&Count, 6);
+        sync.release_shared(&COUNT, 6);
         for w in waiters {
             assert_eq!(w.join().unwrap(), Ok(()), "round {round}");
         }
@@ -266,13 +216,13 @@ fn wake_ahead_stops_at_the_first_waiter_the_release_cannot_serve() {
     for (i, need) in [1, 3, 1].into_iter().enumerate() {
         let sync2 = Arc::clone(&sync);
         waiters.push(thread::spawn(move || {
-            sync2.acquire_shared(&Count, need, None)
+            sync2.acquire_shared(&COUNT, need, None)
         }));
         wait_until("the waiter is queued", || {
             waiters_of(sync.state()) == i as u32 + 1
         });
     }
-    sync.release_shared(&Count, 2);
+    sync.release_shared(&COUNT, 2);
     let first = waiters.remove(0);
     assert_eq!(first.join().unwrap(), Ok(()));
     wait_until("the first waiter is gone", || waiters_of(sync.state()) == 2);
@@ -280,7 +230,7 @@ fn wake_ahead_stops_at_the_first_waiter_the_release_cannot_serve() {
     // nonfair out-of-turn take would leave the value at 0.
     thread::sleep(Duration::from_millis(20));
     assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (1, 2));
-    sync.release_shared(&Count, 3);
+    sync.release_shared(&COUNT, 3);
     for w in waiters {
         assert_eq!(w.join().unwrap(), Ok(()));
     }
@@ -298,7 +248,7 @@ fn wake_ahead_stops_at_the_first_waiter_the_release_cannot_serve() {
 /// nobody on the way to it: fair arrivals never take value from a queue.
 #[test]
 fn fifo_release_wakes_every_waiter_the_value_covers() {
-    let (sync, nodes) = four_waiters_after_release(&Fifo, false, 1);
+    let (sync, nodes) = four_waiters_after_release(&FIFO, false, 1);
     assert_eq!(woken(&nodes), [false, true, true, false]);
     assert_eq!((value_of(sync.state()), waiters_of(sync.state())), (3, 4));
     settled(&sync);
@@ -309,7 +259,7 @@ fn fifo_release_wakes_every_waiter_the_value_covers() {
 /// earlier, with nobody woken for them), so it wakes them too.
 #[test]
 fn fifo_release_through_signal_wakes_the_covered_waiters_behind_the_first() {
-    let (sync, nodes) = four_waiters_after_release(&Fifo, true, 1);
+    let (sync, nodes) = four_waiters_after_release(&FIFO, true, 1);
     assert_eq!(woken(&nodes), [true, true, true, false]);
     settled(&sync);
 }
@@ -318,7 +268,7 @@ fn fifo_release_through_signal_wakes_the_covered_waiters_behind_the_first() {
 /// released: arrivals may take the rest of the value.
 #[test]
 fn barging_release_wakes_only_what_it_released() {
-    let (sync, nodes) = four_waiters_after_release(&Count, true, 2);
+    let (sync, nodes) = four_waiters_after_release(&COUNT, true, 2);
     assert_eq!(woken(&nodes), [true, true, false, false]);
     settled(&sync);
 }
@@ -329,7 +279,7 @@ fn close_wakes_every_waiter_and_empties_the_queue() {
     let waiters: Vec<_> = (0..4)
         .map(|_| {
             let sync = Arc::clone(&sync);
-            thread::spawn(move || sync.acquire_shared(&Count, 1, None))
+            thread::spawn(move || sync.acquire_shared(&COUNT, 1, None))
         })
         .collect();
     wait_until("all four are queued", || waiters_of(sync.state()) == 4);
