@@ -42,10 +42,9 @@ pub(crate) const YIELD_WINDOW: Duration = Duration::from_micros(50);
 #[cfg(not(aqs_loom))]
 const FAST_TURN: Duration = Duration::from_micros(20);
 
-/// The longest gap between turns that [`Pace`] counts: a longer one counts
-/// as this long. One stall (a holder preempted, an idle spell) then cannot
-/// mark a fast queue slow; three slow turns in a row do, and four fast ones
-/// undo it.
+/// The longest turn that [`Pace`] counts: a longer one counts as this
+/// long. One stalled wait (a holder preempted) then cannot mark a fast queue
+/// slow; three slow waits in a row do, and four fast ones undo it.
 #[cfg(not(aqs_loom))]
 const MAX_TURN: Duration = Duration::from_micros(40);
 
@@ -226,27 +225,20 @@ impl YieldWindow {
     }
 }
 
-/// How fast a queue turns over: a running average of the time between
-/// acquisitions by waiters that had to wait (yield or park). It decides
-/// whether a waiter yields at all ([`FAST_TURN`]). A heuristic shared by all
-/// of a synchronizer's waiters: its loads and stores are relaxed, and a lost
+/// How fast a queue turns over: a running average of the time per turn
+/// that waiters saw while they waited (a waiter's wait divided by the
+/// waiters that were queued when it began, itself included). Averaging over
+/// whole waits, not the gaps between acquisitions, keeps a slow queue whose
+/// holders release in bursts from reading as fast. It decides whether a
+/// waiter yields at all ([`FAST_TURN`]). A heuristic shared by all of a
+/// synchronizer's waiters: its loads and stores are relaxed, and a lost
 /// update only delays the average. Under loom it keeps nothing and always
 /// reads as fast (the models choose their yields themselves).
 #[derive(Debug)]
 pub(crate) struct Pace {
-    /// When the last waiter acquired, in ns since [`epoch`] (0: never).
-    #[cfg(not(aqs_loom))]
-    last: AtomicU64,
-    /// The running average of the gaps, in ns.
+    /// The running average, in ns per turn.
     #[cfg(not(aqs_loom))]
     turn: AtomicU64,
-}
-
-/// The process's clock origin for [`Pace`].
-#[cfg(not(aqs_loom))]
-fn epoch() -> Instant {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
 }
 
 impl Pace {
@@ -254,7 +246,6 @@ impl Pace {
     #[cfg(not(aqs_loom))]
     pub(crate) const fn new() -> Self {
         Pace {
-            last: AtomicU64::new(0),
             turn: AtomicU64::new(0),
         }
     }
@@ -265,21 +256,19 @@ impl Pace {
         Pace {}
     }
 
-    /// Records that a waiter that had to wait has acquired.
+    /// Records a wait that ended in an acquire: it took `waited`, behind a
+    /// queue of `turns` waiters (itself included) when it began.
     #[inline]
-    pub(crate) fn turned(&self) {
+    pub(crate) fn turned(&self, waited: Duration, turns: u32) {
         #[cfg(not(aqs_loom))]
         {
-            // At least 1, so that 0 keeps meaning "never".
-            let now = (epoch().elapsed().as_nanos() as u64).max(1);
-            let last = self.last.swap(now, Relaxed);
-            if last != 0 {
-                let gap = now.saturating_sub(last).min(MAX_TURN.as_nanos() as u64);
-                let turn = self.turn.load(Relaxed);
-                // A running average over about four turns.
-                self.turn.store(turn - turn / 4 + gap / 4, Relaxed);
-            }
+            let per_turn = (waited / turns.max(1)).min(MAX_TURN).as_nanos() as u64;
+            let turn = self.turn.load(Relaxed);
+            // A running average over about four waits.
+            self.turn.store(turn - turn / 4 + per_turn / 4, Relaxed);
         }
+        #[cfg(aqs_loom)]
+        let _ = (waited, turns);
     }
 
     /// Whether the queue turns over fast enough to yield for.
@@ -336,19 +325,25 @@ mod tests {
     }
 
     #[test]
-    fn pace_reads_slow_after_slow_turns_and_fast_again_after_fast_ones() {
+    fn pace_reads_slow_after_slow_waits_and_fast_again_after_fast_ones() {
         let pace = Pace::new();
         assert!(pace.is_fast(), "a queue with no history is fast");
-        pace.turned();
-        for _ in 0..8 {
-            std::thread::sleep(FAST_TURN * 4);
-            pace.turned();
+        // 12 waiters, 600 us: 50 us a turn.
+        for _ in 0..3 {
+            pace.turned(Duration::from_micros(600), 12);
         }
-        assert!(!pace.is_fast(), "turns far apart read as fast");
-        // Back-to-back turns bring the average down again.
-        for _ in 0..64 {
-            pace.turned();
+        assert!(!pace.is_fast(), "three slow waits in a row read as fast");
+        // 14 waiters, 48 us: about 3 us a turn.
+        for _ in 0..4 {
+            pace.turned(Duration::from_micros(48), 14);
         }
-        assert!(pace.is_fast(), "fast turns did not bring the pace back");
+        assert!(
+            pace.is_fast(),
+            "four fast waits did not bring the pace back"
+        );
+        // One stalled wait does not make a fast queue slow.
+        pace.turned(Duration::from_secs(1), 1);
+        assert!(pace.is_fast(), "one stall read as a slow queue");
+        assert!(!FAST_TURN.is_zero());
     }
 }

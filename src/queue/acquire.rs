@@ -177,13 +177,14 @@ impl RawSync {
         }
         let mut guard = Some(self.reclaim.enter());
         let mut waiter = self.enqueue(arg, deadline, guard.as_ref().expect("entered above"));
-        let mut waited = false;
+        // When the first wait began, and the waiters queued then.
+        let mut waited: Option<(Instant, u32)> = None;
         loop {
             let step = waiter.step(policy, guard.as_ref().expect("re-entered after every wait"));
             match step {
                 Step::Acquired => {
-                    if waited {
-                        self.pace.turned();
+                    if let Some((since, turns)) = waited {
+                        self.pace.turned(since.elapsed(), turns);
                     }
                     return Ok(());
                 }
@@ -192,8 +193,10 @@ impl RawSync {
                 Step::Wait => {
                     // R6: never park, nor yield, inside a guard.
                     drop(guard.take());
+                    waited.get_or_insert_with(|| {
+                        (Instant::now(), waiters_of(self.state.load(Relaxed)))
+                    });
                     waiter.wait_blocking(discipline);
-                    waited = true;
                     guard = Some(self.reclaim.enter());
                 }
             }
