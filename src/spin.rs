@@ -25,10 +25,8 @@ pub(crate) const SECOND_IN_LINE_RENEWALS: u32 = 3;
 /// where it would otherwise park, from the start of its wait and again after
 /// each wake-up from a park. While other threads want the CPU (the permit
 /// holders among them), a waiter that stays runnable catches its turn
-/// without a sleep and a wake-up. A window ends early once its yields find
-/// the CPU idle ([`IDLE_YIELDS`]): then the holders are not running (they
-/// sleep, or wait on I/O), nothing the waiter gives away is used, and it
-/// parks instead of burning CPU. The length and its measurements are in
+/// without a sleep and a wake-up. A waiter yields at all only while its
+/// queue turns over fast ([`Pace`]). The length and its measurements are in
 /// `docs/design.md`, "Yielding before parking".
 pub(crate) const YIELD_WINDOW: Duration = Duration::from_micros(50);
 
@@ -47,16 +45,6 @@ const FAST_TURN: Duration = Duration::from_micros(20);
 /// slow; three slow waits in a row do, and four fast ones undo it.
 #[cfg(not(aqs_loom))]
 const MAX_TURN: Duration = Duration::from_micros(40);
-
-/// A yield that returns sooner than this found no other thread to run.
-/// (A `sched_yield` that switches to another thread and back takes several
-/// times longer than one that returns at once.)
-#[cfg(not(aqs_loom))]
-const IDLE_YIELD: Duration = Duration::from_nanos(500);
-
-/// How many idle yields in a row end a yield window.
-#[cfg(not(aqs_loom))]
-const IDLE_YIELDS: u32 = 4;
 
 /// Bounded spinning before parking.
 ///
@@ -134,8 +122,7 @@ impl Spin {
 /// Yielding instead of parking, for a bounded time from the start of a wait.
 ///
 /// On std the window is a span of wall-clock time that opens at the first
-/// [`YieldWindow::yield_now`] and closes `length` later, or earlier, after
-/// [`IDLE_YIELDS`] yields in a row that found the CPU idle. Under loom, where
+/// [`YieldWindow::yield_now`] and closes `length` later. Under loom, where
 /// time does not pass, it holds exactly one yield: a model then explores a
 /// waiter that gives its CPU away once and re-checks, as well as one that
 /// parks, without multiplying the state space by a count of rounds.
@@ -146,9 +133,6 @@ pub(crate) struct YieldWindow {
     /// When the window opened (`None`: not yet).
     #[cfg(not(aqs_loom))]
     opened: Option<Instant>,
-    /// Idle yields in a row in the current span.
-    #[cfg(not(aqs_loom))]
-    idle: u32,
     /// Whether the one yield of a loom window is spent.
     #[cfg(aqs_loom)]
     spent: bool,
@@ -163,7 +147,6 @@ impl YieldWindow {
             YieldWindow {
                 length,
                 opened: None,
-                idle: 0,
             }
         }
         #[cfg(aqs_loom)]
@@ -181,11 +164,10 @@ impl YieldWindow {
         {
             let now = Instant::now();
             let opened = *self.opened.get_or_insert(now);
-            if self.idle >= IDLE_YIELDS || now.duration_since(opened) >= self.length {
+            if now.duration_since(opened) >= self.length {
                 return false;
             }
             std::thread::yield_now();
-            self.record(now.elapsed());
             true
         }
         #[cfg(aqs_loom)]
@@ -199,24 +181,12 @@ impl YieldWindow {
         }
     }
 
-    /// Counts a yield that took `took`: idle if it found nobody else to run.
-    #[cfg(not(aqs_loom))]
-    #[inline]
-    fn record(&mut self, took: Duration) {
-        if took < IDLE_YIELD {
-            self.idle += 1;
-        } else {
-            self.idle = 0;
-        }
-    }
-
     /// Closes the window's current span: the next use opens a new one.
     #[inline]
     pub(crate) fn reset(&mut self) {
         #[cfg(not(aqs_loom))]
         {
             self.opened = None;
-            self.idle = 0;
         }
         #[cfg(aqs_loom)]
         {
@@ -298,30 +268,6 @@ mod tests {
         assert!(!empty.yield_now(), "nor after a reset");
         open.reset();
         assert!(open.yield_now(), "a reset window opens again");
-    }
-
-    #[test]
-    fn idle_yields_in_a_row_close_the_window_and_a_busy_one_restarts_the_count() {
-        let mut window = YieldWindow::new(Duration::from_secs(3600));
-        let (idle, busy) = (Duration::from_nanos(100), Duration::from_micros(5));
-        for _ in 0..super::IDLE_YIELDS - 1 {
-            window.record(idle);
-        }
-        window.record(busy);
-        for _ in 0..super::IDLE_YIELDS - 1 {
-            window.record(idle);
-        }
-        assert!(
-            window.yield_now(),
-            "idle yields that were not in a row closed it"
-        );
-        window.idle = 0;
-        for _ in 0..super::IDLE_YIELDS {
-            window.record(idle);
-        }
-        assert!(!window.yield_now(), "idle yields in a row left it open");
-        window.reset();
-        assert!(window.yield_now(), "a reset window opens again");
     }
 
     #[test]
