@@ -26,25 +26,31 @@ unset LOOM_MAX_PREEMPTIONS LOOM_CHECKPOINT_FILE
 export RUSTFLAGS="--cfg aqs_loom"
 export CARGO_TERM_COLOR=never
 
-# planted bug | model (exact name under queue::loom_models) | what its failure must say
+# planted bug | model (exact test path) | what its failure must say
 deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
 orphan='a queue node outlived its waiter'
+barged='a barger took a lock handed to a waiter'
+unheld='Causality violation|the lock was left held'
 mutants=(
-  "no_propagate|propagation_jdk_6801020|$deadlock"
-  "no_recheck|acquire_release_one_permit_nonfair|$deadlock"
-  "cancel_no_wake|cancel_races_release|$deadlock"
-  "free_early|add_permits_wakes_two_waiters|$freed"
-  "no_unlink|add_permits_wakes_two_waiters_fair|$orphan"
-  "wake_store|add_permits_wakes_two_waiters_fair|$deadlock"
-  "passed_no_retry|acquire_many_at_head_fair|$deadlock"
-  "stale_value|propagation_jdk_6801020|$deadlock"
-  "no_armed|acquire_release_one_permit_nonfair|$deadlock"
-  "armed_late_clear|acquire_many_at_head_nonfair|$deadlock"
-  "unlink_load|timed_waiter_leaves_during_takeover_fair|$deadlock"
-  "foreign_signal|timed_waiter_leaves_during_takeover_fair|$deadlock"
-  "blind_disarm|stale_armed_bit_is_cleared_safely|$deadlock"
-  "yield_unguarded|add_permits_wakes_two_waiters_fair_yielding|$freed"
+  "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
+  "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
+  "cancel_no_wake|queue::loom_models::cancel_races_release|$deadlock"
+  "free_early|queue::loom_models::add_permits_wakes_two_waiters|$freed"
+  "no_unlink|queue::loom_models::add_permits_wakes_two_waiters_fair|$orphan"
+  "wake_store|queue::loom_models::add_permits_wakes_two_waiters_fair|$deadlock"
+  "passed_no_retry|queue::loom_models::acquire_many_at_head_fair|$deadlock"
+  "stale_value|queue::loom_models::propagation_jdk_6801020|$deadlock"
+  "no_armed|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
+  "armed_late_clear|queue::loom_models::acquire_many_at_head_nonfair|$deadlock"
+  "unlink_load|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
+  "foreign_signal|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
+  "blind_disarm|queue::loom_models::stale_armed_bit_is_cleared_safely|$deadlock"
+  "yield_unguarded|queue::loom_models::add_permits_wakes_two_waiters_fair_yielding|$freed"
+  "handoff_ignored|mutex::loom_models::unlock_fair_hands_off_past_a_barger|$barged"
+  "claimed_wake_dropped|condvar::loom_models::notify_all_two_waiters|$deadlock"
+  "transfer_no_recheck|condvar::loom_models::notify_one_after_unlock_nonfair|$deadlock"
+  "timeout_no_reacquire|condvar::loom_models::timed_wait_races_notify|$unheld"
 )
 
 # Every patch file has a row above, and every row a patch file.
@@ -81,7 +87,7 @@ build() {
 
 # Runs the exact model $2 of binary $1 (at most 10 minutes); output to $3.
 run_test() {
-  timeout 600 "$1" --exact "queue::loom_models::$2" --test-threads 1 >"$3" 2>&1
+  timeout 600 "$1" --exact "$2" --test-threads 1 >"$3" 2>&1
 }
 
 # --- the clean build must pass the very models that catch the bugs
@@ -103,7 +109,7 @@ for entry in "${mutants[@]}"; do
     failed=1
     tail -n 30 "$log_dir/clean-$name.log"
   fi
-  line=$(printf 'clean    %-16s %-42s %4ss  %s' "-" "$name" "$(($(date +%s) - t0))" "$verdict")
+  line=$(printf 'clean    %-16s %-62s %4ss  %s' "-" "$name" "$(($(date +%s) - t0))" "$verdict")
   echo "$line"
   summary+=("$line")
 done
@@ -134,7 +140,7 @@ for entry in "${mutants[@]}"; do
       tail -n 30 "$out"
     fi
   fi
-  line=$(printf 'mutant   %-16s %-42s %4ss  %s' "$mutant" "$name" "$(($(date +%s) - t0))" "$verdict")
+  line=$(printf 'mutant   %-16s %-62s %4ss  %s' "$mutant" "$name" "$(($(date +%s) - t0))" "$verdict")
   echo "$line"
   summary+=("$line")
 done

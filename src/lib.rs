@@ -52,15 +52,28 @@
 #[cfg(not(target_has_atomic = "64"))]
 compile_error!("aqs needs 64-bit atomics (its state word is an AtomicU64)");
 
+mod condvar;
 mod error;
 mod loom;
+// The loom build has no `lock_api` impls (loom's atomics are not `const`, and
+// `RawMutex::INIT` must be): only the mutex's loom models use its lock.
+#[cfg_attr(aqs_loom, allow(dead_code))]
+mod mutex;
 mod park;
 mod permit;
 mod queue;
 mod semaphore;
 mod spin;
 
+pub use condvar::WaitTimeoutResult;
+#[cfg(not(aqs_loom))]
+pub use condvar::{Condvar, CondvarMutex};
 pub use error::{AcquireError, TryAcquireError};
+#[cfg(not(aqs_loom))]
+pub use mutex::{
+    FairMutex, FairMutexGuard, Mutex, MutexGuard, ReentrantMutex, ReentrantMutexGuard,
+};
+pub use mutex::{RawFairMutex, RawMutex, RawThreadId};
 pub use permit::{OwnedSemaphorePermit, SemaphorePermit};
 pub use semaphore::Semaphore;
 

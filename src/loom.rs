@@ -15,6 +15,12 @@ pub(crate) use loom::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, 
 
 pub(crate) use std::sync::atomic::Ordering;
 
+#[cfg(not(aqs_loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+#[cfg(aqs_loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+
 /// Gives the CPU away; used only when another thread must finish a short,
 /// already started step (the queue's one-time initialisation).
 #[inline]

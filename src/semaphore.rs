@@ -19,7 +19,7 @@
 //!   forgotten permits' acquire happens-before, and therefore precedes in
 //!   the state word's order, the permits that add put in; an increment
 //!   whose add is not yet in the state word only over-counts. This is the
-//!   promise `Policy::release_adds` makes to the core, which lets a permit's
+//!   promise `SemaphorePolicy::release_adds` makes to the core, which lets a permit's
 //!   drop be a single `fetch_add` (and never panic).
 
 use std::fmt;
@@ -32,7 +32,7 @@ use crate::loom::{
     Ordering::{AcqRel, Acquire},
 };
 use crate::permit::{OwnedSemaphorePermit, SemaphorePermit};
-use crate::queue::{self, AcquireFailed, Acquired, Discipline, RawSync, SharedPolicy, TryAcquire};
+use crate::queue::{self, AcquireFailed, Acquired, Discipline, Policy, RawSync, TryAcquire};
 
 /// A counting semaphore: a number of permits that threads acquire and
 /// release, blocking while too few are available.
@@ -142,7 +142,7 @@ use crate::queue::{self, AcquireFailed, Acquired, Discipline, RawSync, SharedPol
 /// ```
 pub struct Semaphore {
     raw: RawSync,
-    policy: Policy,
+    policy: SemaphorePolicy,
     /// Permits in existence: available plus held (S1, S2). Only
     /// `add_permits` and the forgetting calls touch it, never acquire or
     /// release.
@@ -151,11 +151,11 @@ pub struct Semaphore {
 
 /// The semaphore's AQS hooks.
 #[derive(Debug, Clone, Copy)]
-struct Policy {
+struct SemaphorePolicy {
     fair: bool,
 }
 
-impl SharedPolicy for Policy {
+impl Policy for SemaphorePolicy {
     #[inline]
     fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
         if self.fair && others_queued {
@@ -291,7 +291,7 @@ impl Semaphore {
     const fn with_fairness(permits: usize, fair: bool) -> Self {
         Semaphore {
             raw: RawSync::new(permits as u32),
-            policy: Policy { fair },
+            policy: SemaphorePolicy { fair },
             total: AtomicU32::new(permits as u32),
         }
     }
@@ -316,7 +316,7 @@ impl Semaphore {
         );
         Semaphore {
             raw: RawSync::new(permits as u32),
-            policy: Policy { fair },
+            policy: SemaphorePolicy { fair },
             total: AtomicU32::new(permits as u32),
         }
     }
@@ -848,7 +848,7 @@ mod tests {
 
     #[test]
     fn fair_out_of_turn_leaves_what_the_waiters_in_front_need() {
-        let fair = Policy { fair: true };
+        let fair = SemaphorePolicy { fair: true };
         // 5 available, 4 needed in front: 1 may go out of turn.
         assert_eq!(
             fair.try_acquire_out_of_turn(5, 1, 4),
@@ -871,7 +871,7 @@ mod tests {
 
     #[test]
     fn nonfair_out_of_turn_barges_like_an_arrival() {
-        let nonfair = Policy { fair: false };
+        let nonfair = SemaphorePolicy { fair: false };
         assert_eq!(
             nonfair.try_acquire_out_of_turn(1, 1, 10),
             Some(Acquired {

@@ -576,3 +576,136 @@ fn dropping_semaphores_frees_queue_and_retired_nodes() {
         drop(sem);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Mutex and Condvar
+
+/// A bounded blocking queue (the JDK's `ArrayBlockingQueue` shape) on one
+/// fair or barging mutex and two condition variables: producers and
+/// consumers, some of them with timed waits that give up and retry, move
+/// numbered items through a queue of 4 slots. Checks that the slots never
+/// overflow, that every item arrives exactly once, and that nobody hangs.
+fn blocking_queue<R: aqs::CondvarMutex + Send + Sync + 'static>() {
+    struct Queue<R: lock_api::RawMutex> {
+        items: lock_api::Mutex<R, std::collections::VecDeque<usize>>,
+        not_full: aqs::Condvar,
+        not_empty: aqs::Condvar,
+    }
+    const SLOTS: usize = 4;
+    let per_producer = iters(2_000, 10);
+    let producers = threads(3);
+    let q = Arc::new(Queue::<R> {
+        items: lock_api::Mutex::new(std::collections::VecDeque::new()),
+        not_full: aqs::Condvar::new(),
+        not_empty: aqs::Condvar::new(),
+    });
+    let total = per_producer * producers;
+    let taken = Arc::new(AtomicUsize::new(0));
+    let (q2, taken2) = (Arc::clone(&q), Arc::clone(&taken));
+    let got = run(producers * 2, move |t| {
+        let mut seen = Vec::new();
+        if t < producers {
+            for i in 0..per_producer {
+                let mut items = q2.items.lock();
+                while items.len() == SLOTS {
+                    // Odd producers wait with short timeouts and retry.
+                    if t % 2 == 1 {
+                        q2.not_full.wait_for(&mut items, Duration::from_micros(50));
+                    } else {
+                        q2.not_full.wait(&mut items);
+                    }
+                }
+                items.push_back(t * per_producer + i);
+                assert!(items.len() <= SLOTS, "the queue overflowed");
+                drop(items);
+                q2.not_empty.notify_one();
+            }
+        } else {
+            loop {
+                let mut items = q2.items.lock();
+                let item = loop {
+                    if let Some(item) = items.pop_front() {
+                        break Some(item);
+                    }
+                    if taken2.load(SeqCst) >= total {
+                        break None;
+                    }
+                    let r = q2.not_empty.wait_for(&mut items, Duration::from_millis(1));
+                    std::hint::black_box(r.timed_out());
+                };
+                drop(items);
+                let Some(item) = item else { break };
+                q2.not_full.notify_one();
+                seen.push(item);
+                if taken2.fetch_add(1, SeqCst) + 1 == total {
+                    q2.not_empty.notify_all(); // let the other consumers leave
+                }
+            }
+        }
+        seen
+    });
+    let mut all: Vec<usize> = got.into_iter().flatten().collect();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..total).collect::<Vec<_>>(),
+        "an item was lost or doubled"
+    );
+    assert!(q.items.lock().is_empty());
+}
+
+#[test]
+fn blocking_queue_on_mutex_and_condvar() {
+    blocking_queue::<aqs::RawMutex>();
+}
+
+#[test]
+fn blocking_queue_on_fair_mutex_and_condvar() {
+    blocking_queue::<aqs::RawFairMutex>();
+}
+
+/// Many threads lock, try-lock and time-lock one mutex, half of them
+/// handing it on with `unlock_fair`; a counter read and written apart under
+/// the lock must lose no update.
+fn mutex_mixed_locking<
+    R: lock_api::RawMutexFair + lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 'static,
+>() {
+    let n = threads(6);
+    let rounds = iters(3_000, 20);
+    let lock = Arc::new(lock_api::Mutex::<R, usize>::new(0));
+    let l2 = Arc::clone(&lock);
+    let counted = run(n, move |t| {
+        let mut mine = 0;
+        for i in 0..rounds {
+            let guard = match (t + i) % 3 {
+                0 => Some(l2.lock()),
+                1 => l2.try_lock(),
+                _ => l2.try_lock_for(Duration::from_micros((i % 40) as u64)),
+            };
+            let Some(mut g) = guard else { continue };
+            let v = *g;
+            std::hint::black_box(&v);
+            *g = v + 1;
+            mine += 1;
+            if t % 2 == 0 {
+                lock_api::MutexGuard::unlock_fair(g);
+            }
+        }
+        mine
+    });
+    assert_eq!(
+        *lock.lock(),
+        counted.iter().sum::<usize>(),
+        "an update was lost"
+    );
+}
+
+#[test]
+fn mutex_mixed_locking_barging() {
+    mutex_mixed_locking::<aqs::RawMutex>();
+}
+
+#[test]
+fn mutex_mixed_locking_fair() {
+    mutex_mixed_locking::<aqs::RawFairMutex>();
+}

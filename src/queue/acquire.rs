@@ -6,7 +6,7 @@ use std::ptr;
 use std::time::Instant;
 
 use super::node::{Node, CANCELLED, SIGNAL};
-use super::policy::{Discipline, SharedPolicy};
+use super::policy::{try_acquire, Discipline, Mode, Policy};
 use super::reclaim::Guard;
 use super::state::{after_take, is_closed, value_of, waiters_of, ARMED, ONE_WAITER};
 use super::RawSync;
@@ -76,6 +76,7 @@ pub(crate) struct Waiter<'s> {
     /// Our node: linked and counted (Q1) until a step leaves the queue. Only
     /// we retire it while we wait (N1).
     node: *mut Node,
+    mode: Mode,
     arg: u32,
     deadline: Option<Instant>,
     /// How the last wait ended; `Woken` is consumed by the next step,
@@ -97,21 +98,29 @@ pub(crate) struct Waiter<'s> {
 }
 
 impl RawSync {
-    /// Tries to acquire without queueing, as an arriving thread.
+    /// Tries to acquire in shared mode without queueing, as an arriving
+    /// thread.
     #[inline]
-    pub(crate) fn try_acquire_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
-        self.arrive(policy, arg)
+    pub(crate) fn try_acquire_shared<P: Policy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        self.arrive(policy, Mode::Shared, arg)
+    }
+
+    /// Tries to acquire in exclusive mode without queueing, as an arriving
+    /// thread.
+    #[inline]
+    pub(crate) fn try_acquire_exclusive<P: Policy>(&self, policy: &P, arg: u32) -> TryAcquire {
+        self.arrive(policy, Mode::Exclusive, arg)
     }
 
     /// The arrival's CAS loop: load the word, let the policy decide, CAS.
     #[inline]
-    fn arrive<P: SharedPolicy>(&self, policy: &P, arg: u32) -> TryAcquire {
+    fn arrive<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) -> TryAcquire {
         let mut s = self.state.load(Relaxed);
         loop {
             let acquired = if is_closed(s) {
                 None
             } else {
-                policy.try_acquire_shared(value_of(s), arg, waiters_of(s) > 0)
+                try_acquire(policy, mode, value_of(s), arg, waiters_of(s) > 0)
             };
             let Some(acquired) = acquired else {
                 return if is_closed(s) {
@@ -129,23 +138,46 @@ impl RawSync {
         }
     }
 
-    /// Acquires `arg`, queueing and parking until the policy agrees, the
-    /// synchronizer closes, or `deadline` passes.
+    /// Acquires `arg` in shared mode, queueing and parking until the policy
+    /// agrees, the synchronizer closes, or `deadline` passes.
     #[inline]
-    pub(crate) fn acquire_shared<P: SharedPolicy>(
+    pub(crate) fn acquire_shared<P: Policy>(
         &self,
         policy: &P,
         arg: u32,
         deadline: Option<Instant>,
     ) -> Result<(), AcquireFailed> {
-        match self.try_acquire_shared(policy, arg) {
+        self.acquire(policy, Mode::Shared, arg, deadline)
+    }
+
+    /// Acquires `arg` in exclusive mode, as [`RawSync::acquire_shared`] does.
+    #[inline]
+    pub(crate) fn acquire_exclusive<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        self.acquire(policy, Mode::Exclusive, arg, deadline)
+    }
+
+    /// The blocking acquire of either mode (`acquire` in JDK 14+).
+    #[inline]
+    fn acquire<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        mode: Mode,
+        arg: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), AcquireFailed> {
+        match self.arrive(policy, mode, arg) {
             TryAcquire::Acquired => Ok(()),
             TryAcquire::Closed => Err(AcquireFailed::Closed),
             TryAcquire::Failed => {
                 if deadline.is_some_and(deadline_passed) {
                     return Err(AcquireFailed::TimedOut);
                 }
-                self.acquire_slow(policy, arg, deadline)
+                self.acquire_slow(policy, mode, arg, deadline)
             }
         }
     }
@@ -159,9 +191,10 @@ impl RawSync {
     /// Then it queues and sleeps between acquire steps.
     #[cold]
     #[inline(never)]
-    fn acquire_slow<P: SharedPolicy>(
+    fn acquire_slow<P: Policy + ?Sized>(
         &self,
         policy: &P,
+        mode: Mode,
         arg: u32,
         deadline: Option<Instant>,
     ) -> Result<(), AcquireFailed> {
@@ -169,14 +202,27 @@ impl RawSync {
         let spin = Spin::new();
         while discipline.arrival_spins() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin()
         {
-            match self.arrive(policy, arg) {
+            match self.arrive(policy, mode, arg) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),
                 TryAcquire::Failed => {}
             }
         }
-        let mut guard = Some(self.reclaim.enter());
-        let mut waiter = self.enqueue(arg, deadline, guard.as_ref().expect("entered above"));
+        let guard = self.reclaim.enter();
+        let waiter = self.enqueue(mode, arg, deadline, &guard);
+        self.drive(policy, waiter, guard)
+    }
+
+    /// The blocking driver: steps `waiter` inside a guard and sleeps between
+    /// steps outside it, until it acquires or gives up.
+    pub(super) fn drive<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        mut waiter: Waiter<'_>,
+        guard: Guard<'_>,
+    ) -> Result<(), AcquireFailed> {
+        let discipline = policy.discipline();
+        let mut guard = Some(guard);
         // When the first wait began, and the waiters queued then.
         let mut waited: Option<(Instant, u32)> = None;
         loop {
@@ -209,13 +255,15 @@ impl RawSync {
     /// covers nobody behind the first waiter.
     pub(crate) fn enqueue(
         &self,
+        mode: Mode,
         arg: u32,
         deadline: Option<Instant>,
         guard: &Guard<'_>,
     ) -> Waiter<'_> {
         Waiter {
             sync: self,
-            node: self.add_waiter(arg, guard),
+            node: self.add_waiter(mode, arg, guard),
+            mode,
             arg,
             deadline,
             resumed: Resumed::Unwoken,
@@ -228,10 +276,29 @@ impl RawSync {
         }
     }
 
+    /// A waiter for a node that a notifier linked on its owner's behalf
+    /// (`transfer`), resuming as if woken.
+    pub(super) fn adopt(&self, node: *mut Node, arg: u32) -> Waiter<'_> {
+        Waiter {
+            sync: self,
+            node,
+            mode: Mode::Exclusive,
+            arg,
+            deadline: None,
+            resumed: Resumed::Woken,
+            armed_pred: ptr::null_mut(),
+            published: false,
+            spin: Spin::new(),
+            spun_second: false,
+            renewals: SECOND_IN_LINE_RENEWALS,
+            window: YieldWindow::new(YIELD_WINDOW),
+        }
+    }
+
     /// Links and counts a new node (inside a guard).
-    pub(super) fn add_waiter(&self, arg: u32, guard: &Guard<'_>) -> *mut Node {
+    pub(super) fn add_waiter(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> *mut Node {
         debug_assert!(arg > 0, "a request for nothing was queued");
-        let node = Node::alloc(arg);
+        let node = Node::alloc(arg, mode);
         self.enq(node, guard);
         // Q1 (P2): counted only after linking, by an RMW.
         self.state.fetch_add(ONE_WAITER, AcqRel);
@@ -239,7 +306,7 @@ impl RawSync {
     }
 
     /// Links `node` at the tail, creating the dummy head on first use.
-    fn enq(&self, node: *mut Node, guard: &Guard<'_>) {
+    pub(super) fn enq(&self, node: *mut Node, guard: &Guard<'_>) {
         // SAFETY: freshly allocated and not yet published: ours alone.
         let me = unsafe { guard.node(node) };
         loop {
@@ -260,7 +327,7 @@ impl RawSync {
 
     #[cold]
     fn init_queue(&self) {
-        let dummy = Node::alloc(0);
+        let dummy = Node::alloc(0, Mode::Shared);
         match self
             .head
             .compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire)
@@ -279,9 +346,10 @@ impl RawSync {
     /// A queued waiter's hook call: acquires and leaves the waiter count in
     /// one CAS. `ahead` is `None` for the first waiter, and what the waiters
     /// in front of an out-of-turn caller need otherwise.
-    fn try_acquire_queued<P: SharedPolicy>(
+    fn try_acquire_queued<P: Policy + ?Sized>(
         &self,
         policy: &P,
+        mode: Mode,
         arg: u32,
         ahead: Option<u32>,
     ) -> Queued {
@@ -291,7 +359,7 @@ impl RawSync {
                 return Queued::Closed;
             }
             let acquired = match ahead {
-                None => policy.try_acquire_shared(value_of(s), arg, false),
+                None => try_acquire(policy, mode, value_of(s), arg, false),
                 Some(ahead) => policy.try_acquire_out_of_turn(value_of(s), arg, ahead),
             };
             let Some(acquired) = acquired else {
@@ -391,7 +459,7 @@ impl Waiter<'_> {
     /// (`acquire` in JDK 14+, one pass per wake-up). Called inside `guard`,
     /// entered after the last wait; after anything but [`Step::Wait`], the
     /// waiter is done and must not step again.
-    pub(crate) fn step<P: SharedPolicy>(&mut self, policy: &P, guard: &Guard<'_>) -> Step {
+    pub(crate) fn step<P: Policy + ?Sized>(&mut self, policy: &P, guard: &Guard<'_>) -> Step {
         let sync = self.sync;
         let discipline = policy.discipline();
         loop {
@@ -410,12 +478,13 @@ impl Waiter<'_> {
                 }
             }
             let first = pred == sync.head.load(Acquire);
-            // A woken waiter may take value out of turn, if the policy allows:
-            // a release woke it because there was value for it (`wake_ahead`).
-            let out_of_turn = !first && woken && policy.out_of_turn();
+            // A woken shared waiter may take value out of turn, if the policy
+            // allows: a release woke it because there was value for it
+            // (`wake_ahead`).
+            let out_of_turn = !first && woken && self.mode == Mode::Shared && policy.out_of_turn();
             if first || out_of_turn {
                 let ahead = (!first).then(|| sync.need_ahead(me, guard));
-                match sync.try_acquire_queued(policy, self.arg, ahead) {
+                match sync.try_acquire_queued(policy, self.mode, self.arg, ahead) {
                     Queued::Acquired(propagate) if first => {
                         sync.set_head_and_propagate(self.node, pred, propagate, discipline, guard);
                         // SAFETY: R1: `head` now names our node and we cleared

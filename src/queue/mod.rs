@@ -1,7 +1,7 @@
 //! The synchronizer core: one atomic state word and a CLH wait queue, run by
 //! the protocol of Java's `AbstractQueuedSynchronizer`.
 //!
-//! Synchronizers are thin: each supplies a [`SharedPolicy`] (what its value
+//! Synchronizers are thin: each supplies a [`Policy`] (what its value
 //! means, and its [`Discipline`], fair or barging) and calls [`RawSync`].
 //! The core is split by concern: `state` (the word), `policy` (hooks and
 //! discipline), `node` and `reclaim` (queue nodes and when they are freed),
@@ -218,6 +218,9 @@ use crate::spin::Pace;
 
 mod acquire;
 mod cancel;
+// The loom build's only users of condition queues are its models.
+#[cfg_attr(all(aqs_loom, not(test)), allow(dead_code))]
+mod condition;
 mod node;
 mod policy;
 mod reclaim;
@@ -232,7 +235,8 @@ mod test_policy;
 mod tests;
 
 pub(crate) use acquire::{AcquireFailed, TryAcquire};
-pub(crate) use policy::{Acquired, Discipline, SharedPolicy};
+pub(crate) use condition::{Bound, Condition, Waited};
+pub(crate) use policy::{Acquired, Discipline, Policy};
 pub(crate) use state::{is_closed, value_of, waiters_of};
 
 use node::Node;

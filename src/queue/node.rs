@@ -4,13 +4,18 @@
 
 use std::ptr;
 
-use crate::loom::{AtomicI32, AtomicPtr, AtomicU32};
+use super::policy::Mode;
+use crate::loom::{AtomicI32, AtomicPtr, AtomicU32, Ordering::Relaxed};
 
 /// Status of a node that needs nothing (the default).
 pub(crate) const NONE: i32 = 0;
 /// The successor sleeps, or is about to: whoever releases through this node,
 /// or cancels it, must wake the successor.
 pub(crate) const SIGNAL: i32 = -1;
+/// A condition waiter's node, not (yet) in the sync queue: the notifier that
+/// claims it (`CONDITION -> NONE`) links it in; a waiter that times out first
+/// takes it back (`CONDITION -> CANCELLED`). Whichever CAS wins decides.
+pub(crate) const CONDITION: i32 = -2;
 /// A release found this head with nobody to wake; whoever replaces the head
 /// must keep propagating (JDK-6801020).
 pub(crate) const PROPAGATE: i32 = -3;
@@ -38,6 +43,14 @@ pub(crate) struct Node {
     /// How much value the owner asks for (0 for a dummy head). Written before
     /// the node is published and never again.
     pub(crate) need: u32,
+    /// How the owner acquires (the dummy head: `Shared`). Written before the
+    /// node is published and never again; shared propagation stops at an
+    /// exclusive waiter.
+    pub(crate) mode: Mode,
+    /// Condition waiters only: set (Release) by the notifier once it has
+    /// linked the node into the sync queue and armed its predecessor; from
+    /// then on the owner runs the node as any waiter (N3).
+    pub(crate) transferred: AtomicU32,
     /// Link in the retired list.
     pub(super) retired_next: AtomicPtr<Node>,
     /// loom only: set where the real build frees the node; asserted clear at
@@ -51,19 +64,30 @@ pub(crate) struct Node {
 
 impl Node {
     /// Allocates a node with status `NONE`, no links, asking for `need`.
-    pub(crate) fn alloc(need: u32) -> *mut Node {
+    pub(crate) fn alloc(need: u32, mode: Mode) -> *mut Node {
         Box::into_raw(Box::new(Node {
             status: AtomicI32::new(NONE),
             prev: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(ptr::null_mut()),
             wake: AtomicU32::new(0),
             need,
+            mode,
+            transferred: AtomicU32::new(0),
             retired_next: AtomicPtr::new(ptr::null_mut()),
             #[cfg(aqs_loom)]
             freed: crate::loom::UnsafeCell::new(false),
             #[cfg(aqs_loom)]
             track: crate::loom::UnsafeCell::new(Some(loom::alloc::Track::new(()))),
         }))
+    }
+
+    /// Allocates a condition waiter's node: exclusive, asking for 1, with
+    /// status `CONDITION`.
+    pub(crate) fn alloc_condition() -> *mut Node {
+        let node = Node::alloc(1, Mode::Exclusive);
+        // SAFETY: freshly allocated and not yet published: ours alone.
+        unsafe { Node::get(node) }.status.store(CONDITION, Relaxed);
+        node
     }
 
     /// Turns a node pointer into a reference of any lifetime. Queue code

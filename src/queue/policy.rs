@@ -1,5 +1,5 @@
-//! What a synchronizer tells the core: its hooks (the value's meaning) and
-//! its [`Discipline`] (fair or barging).
+//! What a synchronizer tells the core: its hooks (the value's meaning), in
+//! shared and exclusive [`Mode`], and its [`Discipline`] (fair or barging).
 
 use super::state::{is_armed, waiters_of};
 
@@ -13,29 +13,65 @@ pub(crate) struct Acquired {
     pub(crate) propagate: bool,
 }
 
+/// How an acquire holds what it takes, as in AQS: a shared acquire may let
+/// the next shared waiter in too (propagation); an exclusive one never does,
+/// and shared propagation stops at an exclusive waiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `tryAcquireShared`: a semaphore's permits, a read lock, a latch.
+    Shared,
+    /// `tryAcquire`: a mutex, a write lock.
+    Exclusive,
+}
+
 /// What a synchronizer means by its value: the AQS hooks, as pure functions.
-/// The core runs them inside its own CAS loops.
+/// The core runs them inside its own CAS loops. A synchronizer implements the
+/// hooks of the modes it uses; the defaults refuse (acquire) or panic
+/// (release), so a mode a policy never asked for cannot be used by mistake.
 ///
 /// All must be cheap, must not block, and the acquire hooks must not panic
 /// (they run while the caller's node is linked into the queue).
-pub(crate) trait SharedPolicy {
-    /// Decides an acquire of `arg` from `value`. `others_queued` is true when
-    /// the caller is an arriving thread and somebody is already queued; it is
-    /// false for arrivals into an empty queue and for the first queued waiter.
-    /// Returns `None` when the caller must wait.
-    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired>;
+pub(crate) trait Policy {
+    /// Decides a shared acquire of `arg` from `value`. `others_queued` is
+    /// true when the caller is an arriving thread and somebody is already
+    /// queued; it is false for arrivals into an empty queue and for the first
+    /// queued waiter. Returns `None` when the caller must wait.
+    fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
+        let _ = (value, arg, others_queued);
+        None
+    }
 
-    /// Returns the value after releasing `arg`. May panic (for example on
-    /// overflow); the state word is then left unchanged.
-    fn try_release_shared(&self, value: u32, arg: u32) -> u32;
+    /// Returns the value after a shared release of `arg`. May panic (for
+    /// example on overflow); the state word is then left unchanged.
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+        let _ = (value, arg);
+        unreachable!("aqs: a shared release on a policy without shared mode")
+    }
 
-    /// Whether every release of `arg` adds exactly `arg` to the value *and*
+    /// Decides an exclusive acquire of `arg` from `value`, as
+    /// [`Policy::try_acquire_shared`] does; returns the value after it.
+    /// An exclusive acquire never propagates.
+    fn try_acquire_exclusive(&self, value: u32, arg: u32, others_queued: bool) -> Option<u32> {
+        let _ = (value, arg, others_queued);
+        None
+    }
+
+    /// Returns the value after an exclusive release of `arg`. May panic (for
+    /// example on a release by nobody who holds); the state word is then left
+    /// unchanged.
+    fn try_release_exclusive(&self, value: u32, arg: u32) -> u32 {
+        let _ = (value, arg);
+        unreachable!("aqs: an exclusive release on a policy without exclusive mode")
+    }
+
+    /// Whether every release of `arg` (in either mode) adds exactly `arg` to
+    /// the value *and*
     /// the policy guarantees that the sum never passes `u32::MAX` (a counter
     /// that bounds what is outstanding). The core then releases with one
     /// `fetch_add` instead of a load + CAS loop, so an uncontended release
     /// does not wait for the acquire's locked instruction to retire before
     /// it can compute its CAS. `try_release_shared` is then only a
-    /// debug-build cross-check. Off by default.
+    /// debug-build cross-check of the release hooks. Off by default.
     fn release_adds(&self) -> bool {
         false
     }
@@ -45,7 +81,7 @@ pub(crate) trait SharedPolicy {
 
     /// Whether a multi-unit release wakes every waiter it could serve, not
     /// only the first, letting them take value out of turn through
-    /// [`SharedPolicy::try_acquire_out_of_turn`] (`wake_ahead`). Off by
+    /// [`Policy::try_acquire_out_of_turn`] (`wake_ahead`). Off by
     /// default.
     fn out_of_turn(&self) -> bool {
         false
@@ -55,10 +91,39 @@ pub(crate) trait SharedPolicy {
     /// first in line. `ahead` is at least the sum of the `arg`s of the live
     /// waiters queued in front of it (it may over-count, never under-count):
     /// a FIFO policy must leave them that much; a barging one may ignore it.
-    /// Only called when [`SharedPolicy::out_of_turn`] is true.
+    /// Only called when [`Policy::out_of_turn`] is true.
     fn try_acquire_out_of_turn(&self, value: u32, arg: u32, ahead: u32) -> Option<Acquired> {
         let _ = (value, arg, ahead);
         None
+    }
+}
+
+/// Runs the acquire hook of `mode`.
+#[inline]
+pub(crate) fn try_acquire<P: Policy + ?Sized>(
+    policy: &P,
+    mode: Mode,
+    value: u32,
+    arg: u32,
+    others_queued: bool,
+) -> Option<Acquired> {
+    match mode {
+        Mode::Shared => policy.try_acquire_shared(value, arg, others_queued),
+        Mode::Exclusive => policy
+            .try_acquire_exclusive(value, arg, others_queued)
+            .map(|value| Acquired {
+                value,
+                propagate: false,
+            }),
+    }
+}
+
+/// Runs the release hook of `mode`.
+#[inline]
+pub(crate) fn try_release<P: Policy + ?Sized>(policy: &P, mode: Mode, value: u32, arg: u32) -> u32 {
+    match mode {
+        Mode::Shared => policy.try_release_shared(value, arg),
+        Mode::Exclusive => policy.try_release_exclusive(value, arg),
     }
 }
 
@@ -162,7 +227,7 @@ pub(crate) enum Wakes {
 impl Wakes {
     /// For a release of `units` under `policy`.
     #[inline]
-    pub(crate) fn of_release<P: SharedPolicy>(policy: &P, units: u32) -> Wakes {
+    pub(crate) fn of_release<P: Policy + ?Sized>(policy: &P, units: u32) -> Wakes {
         if policy.out_of_turn() && units > 0 {
             Wakes::Ahead(units)
         } else {

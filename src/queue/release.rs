@@ -5,7 +5,7 @@
 use std::ptr;
 
 use super::node::{Node, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
-use super::policy::{Discipline, SharedPolicy, WakeBudget, Wakes};
+use super::policy::{try_release, Discipline, Mode, Policy, WakeBudget, Wakes};
 use super::reclaim::Guard;
 use super::state::{value_delta, value_of, with_value, ARMED};
 use super::RawSync;
@@ -13,9 +13,24 @@ use crate::loom::Ordering::*;
 use crate::park::unpark_one;
 
 impl RawSync {
-    /// Releases `arg` and wakes the queue if anyone may need it.
+    /// Releases `arg` in shared mode and wakes the queue if anyone may need
+    /// it (`releaseShared`).
     #[inline]
-    pub(crate) fn release_shared<P: SharedPolicy>(&self, policy: &P, arg: u32) {
+    pub(crate) fn release_shared<P: Policy>(&self, policy: &P, arg: u32) {
+        self.release(policy, Mode::Shared, arg);
+    }
+
+    /// Releases `arg` in exclusive mode (`release`), as
+    /// [`RawSync::release_shared`] does.
+    #[inline]
+    pub(crate) fn release_exclusive<P: Policy + ?Sized>(&self, policy: &P, arg: u32) {
+        self.release(policy, Mode::Exclusive, arg);
+    }
+
+    /// The release of either mode: one RMW on the word, then through the head
+    /// if the discipline says someone may need it.
+    #[inline]
+    fn release<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) {
         // AcqRel on either path: Release publishes the caller's writes to the
         // acquirer; Acquire synchronizes with counted waiters' links (Q1).
         let s = if policy.release_adds() {
@@ -25,14 +40,14 @@ impl RawSync {
             // the high half.)
             let s = self.state.fetch_add(value_delta(arg), AcqRel);
             debug_assert_eq!(
-                policy.try_release_shared(value_of(s), arg),
+                try_release(policy, mode, value_of(s), arg),
                 value_of(s).wrapping_add(arg)
             );
             s
         } else {
             let mut s = self.state.load(Relaxed);
             loop {
-                let value = policy.try_release_shared(value_of(s), arg);
+                let value = try_release(policy, mode, value_of(s), arg);
                 match self
                     .state
                     .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
@@ -75,7 +90,7 @@ impl RawSync {
         // this check covers it. A releaser that comes later fails on PASSED
         // and retries on the new head.
         let old_status = old.status.swap(PASSED, AcqRel);
-        let go = propagate || {
+        let go = (propagate && Self::propagates_to_successor(me, guard)) || {
             // Wake the successor only if there is value to take *now*, and a
             // status says a waiter or a release may need it: the old head's
             // (a release left PROPAGATE there or cleared its SIGNAL), or our
@@ -102,6 +117,15 @@ impl RawSync {
         if go {
             self.do_release_shared(Wakes::First, discipline, guard);
         }
+    }
+
+    /// Whether a shared acquire's own "propagate" may wake the node after
+    /// `me`: not if it is known to be exclusive (the JDK's `s.isShared()`
+    /// test). A pending release's wake (a marked status) is never skipped.
+    fn propagates_to_successor(me: &Node, guard: &Guard<'_>) -> bool {
+        let next = me.next.load(Acquire);
+        // SAFETY: R5: a `next` link loaded inside the guard.
+        next.is_null() || unsafe { guard.node(next) }.mode == Mode::Shared
     }
 
     /// Wakes the head's successor, or leaves PROPAGATE on the head so that the
@@ -264,6 +288,9 @@ impl RawSync {
         while !n.is_null() {
             // SAFETY: R5: loaded from a `next` link inside the guard.
             let node = unsafe { guard.node(n) };
+            if node.mode == Mode::Exclusive {
+                return; // shared value wakes nobody past an exclusive waiter
+            }
             if node.status.load(Acquire) != CANCELLED {
                 match covered.checked_sub(node.need) {
                     Some(left) => covered = left,

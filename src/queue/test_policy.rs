@@ -2,7 +2,7 @@
 //! semaphore's rules, fair or barging, without the semaphore (the core never
 //! imports a synchronizer).
 
-use super::policy::{Acquired, Discipline, SharedPolicy};
+use super::policy::{Acquired, Discipline, Policy};
 
 /// Units counted like a semaphore's permits: fair arrivals refuse while
 /// others queue; a woken waiter may take units out of turn, leaving a fair
@@ -27,7 +27,7 @@ pub(super) const FIFO: Permits = Permits {
     adds: false,
 };
 
-impl SharedPolicy for Permits {
+impl Policy for Permits {
     fn try_acquire_shared(&self, value: u32, arg: u32, others_queued: bool) -> Option<Acquired> {
         if self.fair && others_queued {
             return None;

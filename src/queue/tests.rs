@@ -2,7 +2,7 @@
 //! (`COUNT`) and strict FIFO (`FIFO`).
 
 use super::node::{Node, CANCELLED};
-use super::policy::SharedPolicy;
+use super::policy::{Mode, Policy};
 use super::state::{value_of, waiters_of, ARMED};
 use super::test_policy::{COUNT, FIFO};
 use super::*;
@@ -30,13 +30,15 @@ fn queue_statuses(sync: &RawSync) -> Vec<i32> {
 /// sets the node's flag, which the test can read).
 fn queue_of(sync: &RawSync, n: usize) -> Vec<*mut Node> {
     let guard = sync.reclaim.enter();
-    (0..n).map(|_| sync.add_waiter(1, &guard)).collect()
+    (0..n)
+        .map(|_| sync.add_waiter(Mode::Shared, 1, &guard))
+        .collect()
 }
 
 /// A core holding 2 units with four queued waiters (`queue_of`), its
 /// head armed if `armed` (with the armed bit for a barging policy), after
 /// one release of `n` under `policy`.
-fn four_waiters_after_release<P: SharedPolicy>(
+fn four_waiters_after_release<P: Policy>(
     policy: &P,
     armed: bool,
     n: u32,

@@ -1,0 +1,187 @@
+//! Loom models of the mutex (the core's own models are in
+//! `queue/loom_models.rs`): exclusive mode with three contenders, the
+//! `unlock_fair` hand-off against a barging arrival, and a timed lock that
+//! gives up while an unlock races it. Run with `bash scripts/loom.sh`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use loom::thread;
+
+use super::{Lock, HANDOFF, UNLOCKED};
+use crate::queue;
+
+/// Runs `f` under loom with at most `bound` preemptions per execution
+/// (lowered further by `LOOM_MAX_PREEMPTIONS` if that is set and smaller).
+fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    let bound = builder.preemption_bound.map_or(bound, |env| env.min(bound));
+    builder.preemption_bound = Some(bound);
+    builder.check(f);
+}
+
+/// A cell the lock guards: two holders at once, or a holder that does not
+/// happen-after the previous one's unlock, is a loom causality violation.
+struct Guarded(UnsafeCell<usize>);
+
+// SAFETY: accesses are supposed to be serialized by the lock; loom checks
+// exactly that.
+unsafe impl Sync for Guarded {}
+
+impl Guarded {
+    fn enter(&self) {
+        // SAFETY: see above; a racing access is a loom failure, not UB.
+        self.0.with_mut(|n| unsafe { *n += 1 });
+    }
+    fn total(&self) -> usize {
+        // SAFETY: read after all threads were joined.
+        self.0.with(|n| unsafe { *n })
+    }
+}
+
+fn assert_free<const FAIR: bool>(lock: &Lock<FAIR>) {
+    let s = lock.sync.state();
+    assert_eq!(
+        queue::value_of(s) & UNLOCKED,
+        UNLOCKED,
+        "the lock was left held"
+    );
+    assert_eq!(queue::waiters_of(s), 0, "a waiter is still counted");
+    assert_eq!(
+        lock.sync.live_nodes(),
+        0,
+        "a queue node outlived its waiter"
+    );
+}
+
+/// Three contenders (two spawned threads and main) lock, touch the guarded
+/// cell and unlock. Covers exclusive mode's arrival, queueing, arming, the
+/// re-check after arming and the hand-off to a parked waiter. Bound 2, as
+/// the semaphore's one-permit model: one preemption queues a contender
+/// behind the holder, a second places the unlock between a waiter's failed
+/// hook and its park.
+fn three_contenders<const FAIR: bool>() {
+    check(2, || {
+        let lock = Arc::new(Lock::<FAIR>::new());
+        let cell = Arc::new(Guarded(UnsafeCell::new(0)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
+                thread::spawn(move || {
+                    lock.lock();
+                    cell.enter();
+                    // SAFETY: this thread holds the lock.
+                    unsafe { lock.unlock_with(UNLOCKED) };
+                })
+            })
+            .collect();
+        lock.lock();
+        cell.enter();
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(cell.total(), 3);
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn exclusive_three_contenders_nonfair() {
+    three_contenders::<false>();
+}
+
+#[test]
+fn exclusive_three_contenders_fair() {
+    three_contenders::<true>();
+}
+
+/// `unlock_fair` on the barging mutex: main holds, `first` queues, main
+/// unlocks fairly while `barger` tries once to take the lock. The barger
+/// may only get it after `first` has had it: the hand-off keeps arrivals
+/// out while anyone is queued (M2). Bound 2: one preemption lets the barger
+/// run between the unlock and the first waiter's acquire, one more between
+/// the first waiter's failed hook and its park.
+#[test]
+fn unlock_fair_hands_off_past_a_barger() {
+    check(2, || {
+        let lock = Arc::new(Lock::<false>::new());
+        let first_had_it = Arc::new(AtomicBool::new(false));
+        lock.lock();
+        let first = {
+            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
+            thread::spawn(move || {
+                lock.lock();
+                had.store(true, SeqCst);
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        // Unlock only once `first` is counted (yields cost no preemption).
+        while queue::waiters_of(lock.sync.state()) == 0 {
+            thread::yield_now();
+        }
+        let barger = {
+            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
+            thread::spawn(move || {
+                if lock.try_lock() {
+                    assert!(had.load(SeqCst), "a barger took a lock handed to a waiter");
+                    // SAFETY: this thread holds the lock.
+                    unsafe { lock.unlock_with(UNLOCKED) };
+                }
+            })
+        };
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED | HANDOFF) };
+        first.join().unwrap();
+        barger.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+/// A timed lock that gives up while an unlock races it: main holds; `timed`
+/// waits with a deadline (under loom it may time out at any moment) and
+/// `untimed` waits without one; main unlocks. Whoever gets the lock unlocks
+/// it, the untimed waiter always gets it, and the timed waiter's departure
+/// passes on any wake-up aimed at it. Bound 2, as `cancel_races_release`.
+fn timed_lock_races_unlock<const FAIR: bool>() {
+    check(2, || {
+        let lock = Arc::new(Lock::<FAIR>::new());
+        lock.lock();
+        let timed = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                if lock.try_lock_until(Instant::now() + Duration::from_secs(1)) {
+                    // SAFETY: this thread holds the lock.
+                    unsafe { lock.unlock_with(UNLOCKED) };
+                }
+            })
+        };
+        let untimed = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                lock.lock();
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        timed.join().unwrap();
+        untimed.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn timed_lock_races_unlock_nonfair() {
+    timed_lock_races_unlock::<false>();
+}
+
+#[test]
+fn timed_lock_races_unlock_fair() {
+    timed_lock_races_unlock::<true>();
+}
