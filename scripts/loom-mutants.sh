@@ -31,7 +31,10 @@ deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
 orphan='a queue node outlived its waiter'
 barged='a barger took a lock handed to a waiter'
-unheld='Causality violation|the lock was left held'
+# A waiter that returns without the lock reads the flag unguarded (a
+# causality violation) or unlocks a lock it does not hold, so that the next
+# lock() never returns (loom's deadlock) or the lock is left held.
+unheld='Causality violation|the lock was left held|deadlock; threads ='
 mutants=(
   "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
   "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
