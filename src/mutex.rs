@@ -229,6 +229,24 @@ macro_rules! raw_mutex {
             }
         }
 
+        impl $name {
+            /// How many threads are queued waiting for the lock (a
+            /// snapshot; threads in the middle of joining or leaving may or
+            /// may not count). The JDK's `getQueueLength()`; reach it through
+            /// [`lock_api::Mutex::raw`].
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// let m = aqs::Mutex::new(());
+            /// // SAFETY: only reads the raw mutex's state.
+            /// assert_eq!(unsafe { m.raw() }.queue_length(), 0);
+            /// ```
+            pub fn queue_length(&self) -> usize {
+                queue::waiters_of(self.lock.sync.state()) as usize
+            }
+        }
+
         impl sealed::Sealed for $name {
             fn bound(&self) -> Bound {
                 self.lock.bound()
@@ -353,7 +371,7 @@ unsafe impl lock_api::GetThreadId for RawThreadId {
 /// | `tryLock()` | `try_lock()` |
 /// | `tryLock(time, unit)` | `try_lock_for(duration)`, `try_lock_until(instant)` |
 /// | `isLocked()` | `is_locked()` |
-/// | `hasQueuedThreads()`, `getQueueLength()` | not offered |
+/// | `hasQueuedThreads()`, `getQueueLength()` | [`RawMutex::queue_length`], through `raw()` |
 /// | `newCondition()` | [`Condvar::new`](crate::Condvar::new), waited on with the guard |
 ///
 /// # Examples

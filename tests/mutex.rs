@@ -22,6 +22,11 @@ use lock_api::{RawMutex as _, RawMutexFair as _, RawMutexTimed as _};
 /// How long a wait that must succeed may take before the test fails.
 const BOUND: Duration = Duration::from_secs(10);
 
+/// Waits (bounded) until `n` threads are queued on `raw`.
+fn until_queued(what: &str, n: usize, queued: impl Fn() -> usize) {
+    wait_until(what, || queued() >= n);
+}
+
 /// Polls `cond` until it holds, failing the test after `BOUND`.
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let start = Instant::now();
@@ -104,20 +109,14 @@ fn statics_are_usable() {
 #[test]
 fn fair_mutex_serves_waiters_in_arrival_order() {
     let lock = Arc::new(FairMutex::new(Vec::new()));
-    let queued = Arc::new(AtomicUsize::new(0));
     let held = lock.lock();
     let mut threads = Vec::new();
     for i in 0..5 {
-        let (lock, started) = (Arc::clone(&lock), Arc::clone(&queued));
-        threads.push(thread::spawn(move || {
-            started.fetch_add(1, SeqCst);
-            lock.lock().push(i);
-        }));
-        // `queued` counts the thread as started; give it time to join the
-        // queue behind the previous one (the order is only checked, never
-        // relied on for the test to end).
-        wait_until("the waiter has started", || queued.load(SeqCst) == i + 1);
-        thread::sleep(Duration::from_millis(20));
+        let waiter = Arc::clone(&lock);
+        threads.push(thread::spawn(move || waiter.lock().push(i)));
+        // SAFETY: only reads the raw mutex's state.
+        let raw = unsafe { lock.raw() };
+        until_queued("the waiter is queued", i + 1, || raw.queue_length());
     }
     drop(held);
     for t in threads {

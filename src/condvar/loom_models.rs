@@ -85,9 +85,10 @@ impl<const FAIR: bool> Shared<FAIR> {
 /// it and notifies, holding the lock (`under_lock`) or after releasing it.
 /// A notify that finds the waiter must wake it; one that comes first is
 /// covered by the flag. Notifying after the unlock transfers the waiter to
-/// a free lock, so the notifier must wake it itself. Bound 2: one
-/// preemption lets the waiter queue before the notify, one more puts the
-/// notify between the transfer's arming and its re-check.
+/// a free lock, so the notifier must wake it itself. Bound 3 (under a
+/// second): one preemption lets the waiter queue before the notify, one
+/// more puts the notify between the transfer's arming and its re-check,
+/// and a third a release between the two.
 fn handshake<const FAIR: bool>(under_lock: bool) {
     check(3, move || {
         let s = Shared::<FAIR>::new();
@@ -133,7 +134,7 @@ fn notify_one_after_unlock_fair() {
 /// A timed wait whose deadline races the notify (under loom the park may
 /// time out at any moment). Whatever the order, the waiter returns holding
 /// the lock, and a notify that found it reports it notified: a notify is
-/// never lost to a timeout. Bound 2, as `handshake`.
+/// never lost to a timeout. Bound 3, as `handshake`.
 #[test]
 fn timed_wait_races_notify() {
     check(3, || {
