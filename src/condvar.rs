@@ -15,6 +15,18 @@ use crate::queue::{Condition, Waited};
 /// The raw mutexes a [`Condvar`] can wait with: [`RawMutex`](crate::RawMutex)
 /// and [`RawFairMutex`](crate::RawFairMutex). Sealed: other crates cannot
 /// implement it.
+///
+/// # Examples
+///
+/// ```
+/// /// Waits until the value is set, on either kind of mutex.
+/// fn wait_set<R: aqs::CondvarMutex>(m: &lock_api::Mutex<R, bool>, c: &aqs::Condvar) {
+///     let mut set = m.lock();
+///     c.wait_while(&mut set, |set| !*set);
+/// }
+/// wait_set(&aqs::Mutex::new(true), &aqs::Condvar::new());
+/// wait_set(&aqs::FairMutex::new(true), &aqs::Condvar::new());
+/// ```
 #[cfg(not(aqs_loom))]
 pub trait CondvarMutex: Sealed + lock_api::RawMutex {}
 
@@ -24,6 +36,16 @@ impl CondvarMutex for crate::RawMutex {}
 impl CondvarMutex for crate::RawFairMutex {}
 
 /// Whether a timed wait ended because its time ran out.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let (m, c) = (aqs::Mutex::new(()), aqs::Condvar::new());
+/// let mut g = m.lock();
+/// assert!(c.wait_for(&mut g, Duration::from_millis(1)).timed_out());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitTimeoutResult(bool);
 

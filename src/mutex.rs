@@ -340,6 +340,17 @@ raw_mutex!(
 
 /// A thread identity for [`ReentrantMutex`]: the address of a thread-local,
 /// distinct for every live thread.
+///
+/// # Examples
+///
+/// ```
+/// use lock_api::GetThreadId as _;
+///
+/// let here = aqs::RawThreadId.nonzero_thread_id();
+/// let there = std::thread::spawn(|| aqs::RawThreadId.nonzero_thread_id()).join().unwrap();
+/// assert_eq!(here, aqs::RawThreadId.nonzero_thread_id());
+/// assert_ne!(here, there);
+/// ```
 #[derive(Debug)]
 pub struct RawThreadId;
 

@@ -141,8 +141,8 @@ fn fair_try_lock_never_overtakes_a_waiter() {
             unsafe { raw.unlock() };
         })
     };
-    thread::sleep(Duration::from_millis(20)); // let it queue
-                                              // SAFETY: main holds the lock.
+    until_queued("the waiter is queued", 1, || raw.queue_length());
+    // SAFETY: main holds the lock.
     unsafe { raw.unlock() };
     // The waiter holds the lock or is about to: nobody may take it first.
     assert!(
@@ -173,8 +173,8 @@ fn unlock_fair_hands_the_lock_to_the_waiter() {
                 unsafe { raw.unlock() };
             })
         };
-        thread::sleep(Duration::from_millis(5)); // let it queue
-                                                 // SAFETY: main holds the lock.
+        until_queued("the waiter is queued", 1, || raw.queue_length());
+        // SAFETY: main holds the lock.
         unsafe { raw.unlock_fair() };
         if raw.try_lock() {
             assert_eq!(
@@ -313,4 +313,92 @@ fn unlocking_an_unlocked_raw_mutex_panics_in_debug_builds() {
     assert!(raw.try_lock(), "the failed unlock changed the lock");
     // SAFETY: main holds the lock.
     unsafe { raw.unlock() };
+}
+
+mod sequences {
+    //! Property tests: random single-thread sequences of lock operations on
+    //! both raw mutexes, against a model that is one bool.
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::Config;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Op {
+        Lock,
+        TryLock,
+        TryLockFor(u8),
+        Unlock,
+        UnlockFair,
+        Bump,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            Just(Op::Lock),
+            Just(Op::TryLock),
+            (0u8..3).prop_map(Op::TryLockFor),
+            Just(Op::Unlock),
+            Just(Op::UnlockFair),
+            Just(Op::Bump),
+        ]
+    }
+
+    /// Runs `ops` on `raw`; operations that would block forever (a lock
+    /// while held) or break the contract (an unlock while free) are checked
+    /// by their non-blocking form instead.
+    fn run<R: lock_api::RawMutexFair + lock_api::RawMutexTimed<Duration = Duration>>(
+        raw: &R,
+        ops: &[Op],
+    ) {
+        let mut locked = false;
+        for &op in ops {
+            match op {
+                Op::Lock if !locked => {
+                    raw.lock();
+                    locked = true;
+                }
+                Op::Lock | Op::TryLock => {
+                    assert_eq!(raw.try_lock(), !locked, "{op:?}");
+                    locked = true;
+                }
+                Op::TryLockFor(ms) => {
+                    let got = raw.try_lock_for(Duration::from_millis(u64::from(ms)));
+                    assert_eq!(got, !locked, "{op:?}");
+                    locked = true;
+                }
+                Op::Unlock | Op::UnlockFair | Op::Bump if locked => {
+                    // SAFETY: the model says this thread holds the lock.
+                    unsafe {
+                        match op {
+                            Op::Unlock => raw.unlock(),
+                            Op::UnlockFair => raw.unlock_fair(),
+                            _ => raw.bump(),
+                        }
+                    }
+                    locked = matches!(op, Op::Bump);
+                }
+                Op::Unlock | Op::UnlockFair | Op::Bump => {}
+            }
+            assert_eq!(raw.is_locked(), locked, "after {op:?}");
+        }
+        if locked {
+            // SAFETY: the model says this thread holds the lock.
+            unsafe { raw.unlock() };
+        }
+        assert!(!raw.is_locked());
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: if cfg!(miri) { 4 } else { 256 }, ..Config::default() })]
+
+        #[test]
+        fn raw_mutex_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
+            run(&RawMutex::INIT, &ops);
+        }
+
+        #[test]
+        fn raw_fair_mutex_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
+            run(&RawFairMutex::INIT, &ops);
+        }
+    }
 }
