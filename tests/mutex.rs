@@ -393,12 +393,14 @@ mod sequences {
 
         #[test]
         fn raw_mutex_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
-            run(&RawMutex::INIT, &ops);
+            let raw = RawMutex::INIT;
+            run(&raw, &ops);
         }
 
         #[test]
         fn raw_fair_mutex_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
-            run(&RawFairMutex::INIT, &ops);
+            let raw = RawFairMutex::INIT;
+            run(&raw, &ops);
         }
     }
 }
