@@ -384,6 +384,8 @@ unsafe impl lock_api::GetThreadId for RawThreadId {
 /// | `isLocked()` | `is_locked()` |
 /// | `hasQueuedThreads()`, `getQueueLength()` | [`RawMutex::queue_length`], through `raw()` |
 /// | `newCondition()` | [`Condvar::new`](crate::Condvar::new), waited on with the guard |
+/// | Curator `InterProcessSemaphoreMutex`: `acquire()`, `acquire(time, unit)`, `release()`, `isAcquiredInThisProcess()` | [`FairMutex`]: `lock()`, `try_lock_for()`, dropping the guard, `is_locked()` |
+/// | Curator `InterProcessMutex` (reentrant): `acquire()`, `acquire(time, unit)`, `release()`, `isOwnedByCurrentThread()` | [`ReentrantMutex`]: `lock()`, `try_lock_for()`, dropping the guard, `is_owned_by_current_thread()` (barging; Curator's is FIFO) |
 ///
 /// # Examples
 ///
