@@ -181,6 +181,18 @@ impl YieldWindow {
         }
     }
 
+    /// Whether the current span has opened (always `false` under loom, where
+    /// a window's one yield decides by itself).
+    #[inline]
+    pub(crate) fn is_open(&self) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            self.opened.is_some()
+        }
+        #[cfg(aqs_loom)]
+        false
+    }
+
     /// Closes the window's current span: the next use opens a new one.
     #[inline]
     pub(crate) fn reset(&mut self) {

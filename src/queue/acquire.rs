@@ -582,9 +582,12 @@ impl Waiter<'_> {
         // SAFETY: N1: our own node stays allocated while we wait, guard or no
         // guard (nobody but us retires it before we leave the queue).
         let me = unsafe { Node::get(self.node) };
+        // The pace is read once per span, when the window would open: it
+        // shares a line with the state word, and yielders reading it every
+        // round would take that line from the holder.
         if d.yields_before_parking()
             && self.sync.yields()
-            && self.sync.pace.is_fast()
+            && (self.window.is_open() || self.sync.pace.is_fast())
             && self.window.yield_now()
         {
             let woken = me.wake.swap(0, Acquire) != 0;
