@@ -9,8 +9,13 @@
 // AQS_BENCH_QUICK=1 shortens every phase, as for the Rust suite. Each cell is
 // one JSON line {"group", "bench", "contender", "samples_ns": [...]} holding
 // the time per operation of every sample; the thread-pool cells (contended,
-// io) add the process CPU time per pair of every sample ("cpu_ns") and each
-// thread's pairs over all of them ("counts").
+// io) add the process CPU time per pair of every sample ("cpu_ns"), each
+// thread's pairs over all of them ("counts") and in each ("window_counts");
+// the hand-off adds the CPU time per round trip.
+//
+// The measuring harness here (run, measure, pooled, pingPong, wakeAll,
+// emit) serves MutexBench.java too, which calls it by name; this file still
+// compiles alone.
 
 import com.sun.management.OperatingSystemMXBean;
 import java.io.IOException;
@@ -54,21 +59,34 @@ public final class SemaphoreBench {
     static volatile long sink;
 
     public static void main(String[] args) throws Exception {
+        run("SemaphoreBench", args, "target/bench/aqs-bench/jdk.jsonl", SemaphoreBench::suite);
+    }
+
+    /** A whole suite of cells; prints each cell's medians when `print` is set. */
+    interface Suite {
+        void run(boolean print) throws Exception;
+    }
+
+    /**
+     * Runs `suite` twice, a short pass so that C2 has compiled every body and
+     * then the measured one, writing the JSON lines to args[0] (by default
+     * `file`) and a meta line last.
+     */
+    static void run(String name, String[] args, String file, Suite suite) throws Exception {
         String env = System.getenv("AQS_BENCH_QUICK");
         boolean quick = env != null && !env.isEmpty() && !env.equals("0");
-        Path file = Paths.get(args.length > 0 ? args[0] : "target/bench/aqs-bench/jdk.jsonl");
-        if (file.getParent() != null) {
-            Files.createDirectories(file.getParent());
+        Path path = Paths.get(args.length > 0 ? args[0] : file);
+        if (path.getParent() != null) {
+            Files.createDirectories(path.getParent());
         }
         String loadStart = loadavg();
         long started = System.currentTimeMillis() / 1000;
-        System.out.printf("SemaphoreBench: quick %b, load average %s%n", quick, loadStart);
+        System.out.printf("%s: quick %b, load average %s%n", name, quick, loadStart);
 
-        // A short pass over every cell first, so that C2 has compiled every body.
         long t0 = System.nanoTime();
         configure(50_000_000L, 100_000_000L, 200_000_000L, 10);
         out = new PrintWriter(Writer.nullWriter());
-        suite(false);
+        suite.run(false);
         System.out.printf("JIT warm-up: %.1f s%n", (System.nanoTime() - t0) / 1e9);
 
         if (quick) {
@@ -76,14 +94,14 @@ public final class SemaphoreBench {
         } else {
             configure(1_000_000_000L, 3_000_000_000L, 3_000_000_000L, 100);
         }
-        out = new PrintWriter(Files.newBufferedWriter(file));
-        suite(true);
+        out = new PrintWriter(Files.newBufferedWriter(path));
+        suite.run(true);
         String java = System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version");
         out.printf(Locale.ROOT, "{\"group\": \"meta\", \"quick\": %b, \"java\": \"%s\", \"started_unix\": %d, "
                 + "\"ended_unix\": %d, \"loadavg_start\": \"%s\", \"loadavg_end\": \"%s\"}%n",
                 quick, java, started, System.currentTimeMillis() / 1000, loadStart, loadavg());
         out.close();
-        System.out.println("wrote " + file);
+        System.out.println("wrote " + path);
         System.exit(0);
     }
 
@@ -97,26 +115,49 @@ public final class SemaphoreBench {
     static void suite(boolean print) throws Exception {
         for (boolean fair : new boolean[] {false, true}) {
             Semaphore one = new Semaphore(1, fair);
-            emit(print, "uncontended", "acquire_release", name(fair), measure(fastSamples, n -> acquireRelease(one, n)));
+            emit(print, "uncontended", "acquire_release", name(fair),
+                    measure(fastSamples, n -> acquireRelease(one, n)).ns());
             emit(print, "uncontended", "try_acquire_release", name(fair),
-                    measure(fastSamples, n -> tryAcquireRelease(one, n)));
+                    measure(fastSamples, n -> tryAcquireRelease(one, n)).ns());
         }
         long[] cs = newWord();
-        emit(print, "uncontended", "critical_section", "jdk-alone", measure(fastSamples, n -> criticalSections(cs, n)));
+        emit(print, "uncontended", "critical_section", "jdk-alone",
+                measure(fastSamples, n -> criticalSections(cs, n)).ns());
         for (int[] tp : CONTENDED) {
             for (boolean fair : new boolean[] {false, true}) {
-                pooled(print, "contended", "t" + tp[0] + "_p" + tp[1], fair, tp[0], tp[1], 0, measurementNs);
+                semaphorePool(print, "contended", "t" + tp[0] + "_p" + tp[1], fair, tp[0], tp[1], 0, measurementNs);
             }
         }
         for (boolean fair : new boolean[] {false, true}) {
-            emit(print, "handoff", "round_trip", name(fair), handoff(fair));
+            Semaphore ping = new Semaphore(0, fair);
+            Semaphore pong = new Semaphore(0, fair);
+            AtomicBoolean exit = new AtomicBoolean();
+            emit(print, "handoff", "round_trip", name(fair), pingPong(() -> {
+                ping.acquireUninterruptibly();
+                if (exit.get()) {
+                    return false;
+                }
+                pong.release();
+                return true;
+            }, () -> {
+                ping.release();
+                pong.acquireUninterruptibly();
+            }, () -> {
+                exit.set(true);
+                ping.release();
+            }));
         }
         for (boolean fair : new boolean[] {false, true}) {
-            emit(print, "batch_wake", "wake8", name(fair), batchWake(fair));
+            Semaphore sem = new Semaphore(0, fair);
+            double[] samples = wakeAll(BATCH, ready -> {
+                ready.incrementAndGet();
+                sem.acquireUninterruptibly();
+            }, () -> sem.release(BATCH));
+            emit(print, "batch_wake", "wake8", name(fair), samples);
         }
         for (int i = 0; i < IO.length; i++) {
             for (boolean fair : new boolean[] {false, true}) {
-                pooled(print, "io", IO_NAMES[i], fair, (int) IO[i][0], (int) IO[i][1], IO[i][2], ioNs);
+                semaphorePool(print, "io", IO_NAMES[i], fair, (int) IO[i][0], (int) IO[i][1], IO[i][2], ioNs);
             }
         }
     }
@@ -127,9 +168,10 @@ public final class SemaphoreBench {
 
     // ------------------------------------------------------------------ bodies
 
-    static void criticalSection(long[] w) {
+    /** `rounds` dependent xorshift-multiply rounds on the protected word. */
+    static void criticalSection(long[] w, int rounds) {
         long x = w[SLOT];
-        for (int i = 0; i < CS_ROUNDS; i++) {
+        for (int i = 0; i < rounds; i++) {
             x ^= x >>> 29;
             x *= 0xBF58476D1CE4E5B9L;
         }
@@ -165,7 +207,7 @@ public final class SemaphoreBench {
     static long criticalSections(long[] w, long n) {
         long t0 = System.nanoTime();
         for (long i = 0; i < n; i++) {
-            criticalSection(w);
+            criticalSection(w, CS_ROUNDS);
         }
         long t = System.nanoTime() - t0;
         sink = w[SLOT];
@@ -198,13 +240,16 @@ public final class SemaphoreBench {
         long run(long n) throws Exception;
     }
 
+    /** Each sample's ns per operation, and its process CPU ns per operation. */
+    record Samples(double[] ns, double[] cpu) {}
+
     /**
      * Like criterion: doubles the batch for the warm-up time to estimate the
      * wall time per operation, then takes `count` samples of equal length
      * over the measurement time; returns each sample's ns per operation as
-     * the body timed it.
+     * the body timed it, and the process CPU time per operation around it.
      */
-    static double[] measure(int count, Body body) throws Exception {
+    static Samples measure(int count, Body body) throws Exception {
         long n = 1;
         long total = 0;
         long start = System.nanoTime();
@@ -215,10 +260,13 @@ public final class SemaphoreBench {
         double per = (double) (System.nanoTime() - start) / Math.max(total, 1);
         long iters = Math.max(1, (long) (measurementNs / count / Math.max(per, 1e-3)));
         double[] samples = new double[count];
+        double[] cpu = new double[count];
         for (int i = 0; i < count; i++) {
+            long cpu0 = OS.getProcessCpuTime();
             samples[i] = (double) body.run(iters) / iters;
+            cpu[i] = (double) (OS.getProcessCpuTime() - cpu0) / iters;
         }
-        return samples;
+        return new Samples(samples, cpu);
     }
 
     static double median(double[] xs) {
@@ -244,6 +292,17 @@ public final class SemaphoreBench {
         out.flush();
     }
 
+    /** A cell with CPU time: a ping-pong's. */
+    static void emit(boolean print, String group, String bench, String contender, Samples s) {
+        if (print) {
+            System.out.printf(Locale.ROOT, "%s/%s/%-16s k ops/s %.4f   CPU us/op %.4f%n", group, bench, contender,
+                    1e6 / median(s.ns()), median(s.cpu()) / 1e3);
+        }
+        out.printf(Locale.ROOT, "{\"group\": \"%s\", \"bench\": \"%s\", \"contender\": \"%s\", \"samples_ns\": %s, "
+                + "\"cpu_ns\": %s}%n", group, bench, contender, list(s.ns()), list(s.cpu()));
+        out.flush();
+    }
+
     static String loadavg() {
         try {
             String[] f = Files.readString(Paths.get("/proc/loadavg")).trim().split("\\s+");
@@ -256,25 +315,48 @@ public final class SemaphoreBench {
     // ------------------------------------------------------ contended and io
 
     /**
-     * A thread-pool cell, as in the Rust suite: workers loop acquire, work,
-     * release (the critical section, or a sleep of holdNs when that is not
-     * 0) and wait at a barrier between windows. A window lets them run for a
-     * ramp (a tenth of it, 1 to 20 ms), then counts their pairs and the
-     * process CPU time while this thread sleeps. One warm-up window, then
-     * SAMPLES windows over `measurement` ns.
+     * A semaphore pool cell: workers loop acquire, work, release; the work is
+     * the critical section, or a sleep of holdNs when that is not 0.
      */
-    static void pooled(boolean print, String group, String bench, boolean fair, int threads, int permits,
+    static void semaphorePool(boolean print, String group, String bench, boolean fair, int threads, int permits,
             long holdNs, long measurement) throws Exception {
         Semaphore sem = new Semaphore(permits, fair);
         long[] word = newWord();
+        pooled(print, group, bench, name(fair), threads, measurement, i -> {
+            sem.acquireUninterruptibly();
+            if (holdNs == 0) {
+                criticalSection(word, CS_ROUNDS);
+            } else {
+                sleepNs(holdNs);
+            }
+            sem.release();
+        });
+    }
+
+    /** One operation of a pool's worker `worker`. */
+    interface Op {
+        void run(int worker) throws Exception;
+    }
+
+    /**
+     * A thread-pool cell, as in the Rust suite: workers loop `op` (every
+     * worker must be able to stop after any operation without leaving another
+     * blocked for good) and wait at a barrier between windows. A window lets
+     * them run for a ramp (a tenth of it, 1 to 20 ms), then counts their
+     * operations and the process CPU time while this thread sleeps. One
+     * warm-up window, then SAMPLES windows over `measurement` ns.
+     */
+    static void pooled(boolean print, String group, String bench, String contender, int threads, long measurement,
+            Op op) throws Exception {
         CyclicBarrier start = new CyclicBarrier(threads + 1);
         CyclicBarrier done = new CyclicBarrier(threads + 1);
-        // Pairs completed by each worker so far, one slot per 128 bytes; only its owner writes it.
+        // Operations completed by each worker so far, one slot per 128 bytes; only its owner writes it.
         AtomicLongArray counts = new AtomicLongArray((threads + 2) * 16);
         AtomicBoolean stop = new AtomicBoolean();
         AtomicBoolean exit = new AtomicBoolean();
         Thread[] workers = new Thread[threads];
         for (int i = 0; i < threads; i++) {
+            int worker = i;
             int slot = (i + 1) * 16;
             workers[i] = daemon(() -> {
                 try {
@@ -285,13 +367,7 @@ public final class SemaphoreBench {
                         }
                         long n = counts.get(slot);
                         while (!stop.get()) {
-                            sem.acquireUninterruptibly();
-                            if (holdNs == 0) {
-                                criticalSection(word);
-                            } else {
-                                sleepNs(holdNs);
-                            }
-                            sem.release();
+                            op.run(worker);
                             counts.lazySet(slot, ++n);
                         }
                         done.await();
@@ -303,6 +379,8 @@ public final class SemaphoreBench {
         }
         double[] wall = new double[SAMPLES];
         double[] cpu = new double[SAMPLES];
+        double[] spread = new double[SAMPLES];
+        long[][] perWindow = new long[SAMPLES][threads];
         long[] totals = new long[threads];
         long[] before = new long[threads];
         for (int i = -1; i < SAMPLES; i++) {
@@ -314,19 +392,19 @@ public final class SemaphoreBench {
             long t0 = System.nanoTime();
             long cpu0 = OS.getProcessCpuTime();
             sleepNs(ns);
-            long pairs = 0;
-            for (int t = 0; t < threads; t++) {
-                long d = counts.get((t + 1) * 16) - before[t];
-                totals[t] += i < 0 ? 0 : d;
-                pairs += d;
-            }
+            long[] d = new long[threads];
+            Arrays.setAll(d, t -> counts.get((t + 1) * 16) - before[t]);
             long cpuNs = OS.getProcessCpuTime() - cpu0;
             long wallNs = System.nanoTime() - t0;
             stop.set(true);
             done.await();
             if (i >= 0) {
+                long pairs = Arrays.stream(d).sum();
+                Arrays.setAll(totals, t -> totals[t] + d[t]);
+                perWindow[i] = d;
                 wall[i] = (double) wallNs / Math.max(1, pairs);
                 cpu[i] = (double) cpuNs / Math.max(1, pairs);
+                spread[i] = (double) Arrays.stream(d).max().orElse(0) / Arrays.stream(d).min().orElse(0);
             }
         }
         exit.set(true);
@@ -335,61 +413,77 @@ public final class SemaphoreBench {
             t.join();
         }
         if (print) {
-            System.out.printf(Locale.ROOT, "%s/%s/%-12s k pairs/s %.4f   CPU us/pair %.4f   per-thread pairs %d..%d%n",
-                    group, bench, name(fair), 1e6 / median(wall), median(cpu) / 1e3,
-                    Arrays.stream(totals).min().orElse(0), Arrays.stream(totals).max().orElse(0));
+            System.out.printf(Locale.ROOT, "%s/%s/%-16s k pairs/s %.4f   CPU us/pair %.4f   max/min per window %.4f%n",
+                    group, bench, contender, 1e6 / median(wall), median(cpu) / 1e3, median(spread));
         }
         out.printf(Locale.ROOT, "{\"group\": \"%s\", \"bench\": \"%s\", \"contender\": \"%s\", \"samples_ns\": %s, "
-                + "\"cpu_ns\": %s, \"counts\": %s}%n", group, bench, name(fair), list(wall), list(cpu),
-                Arrays.toString(totals));
+                + "\"cpu_ns\": %s, \"counts\": %s, \"window_counts\": %s}%n", group, bench, contender, list(wall),
+                list(cpu), Arrays.toString(totals), Arrays.deepToString(perWindow));
         out.flush();
     }
 
-    // ---------------------------------------------------- hand-off, batch wake
+    // ----------------------------------------------------- ping-pong, wake-all
 
-    /** Two threads ping-pong over two 0-permit semaphores: ns per round trip. */
-    static double[] handoff(boolean fair) throws Exception {
-        Semaphore ping = new Semaphore(0, fair);
-        Semaphore pong = new Semaphore(0, fair);
-        AtomicBoolean exit = new AtomicBoolean();
+    /** One step of a ping-pong. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /** The partner's turn of a ping-pong: false once it has seen the stop. */
+    interface Turn {
+        boolean run() throws Exception;
+    }
+
+    /**
+     * Two threads taking turns: a partner thread loops `turn` while it
+     * returns true, and this one loops `round`, which must wait for one
+     * partner turn; the samples are per round. Then `stop` runs, which must
+     * not wait for the partner: it raises a flag and wakes the partner's
+     * turn, which looks at the flag between being woken and answering (a
+     * partner that looked after answering could leave while a round waits
+     * for it) and returns false.
+     */
+    static Samples pingPong(Turn turn, Step round, Step stop) throws Exception {
         Thread partner = daemon(() -> {
-            while (true) {
-                ping.acquireUninterruptibly();
-                if (exit.get()) {
-                    return;
+            try {
+                while (turn.run()) {
+                    // the next turn
                 }
-                pong.release();
+            } catch (Exception e) {
+                throw new RuntimeException(e);
             }
         });
-        double[] samples = measure(SAMPLES, n -> {
+        Samples samples = measure(SAMPLES, n -> {
             long t0 = System.nanoTime();
             for (long i = 0; i < n; i++) {
-                ping.release();
-                pong.acquireUninterruptibly();
+                round.run();
             }
             return System.nanoTime() - t0;
         });
-        exit.set(true);
-        ping.release();
+        stop.run();
         partner.join();
         return samples;
     }
 
+    /** How a waiter of wakeAll blocks: it counts itself in `ready` first. */
+    interface Park {
+        void run(AtomicInteger ready) throws Exception;
+    }
+
     /**
-     * BATCH threads park on a 0-permit semaphore and one release(BATCH)
-     * frees them all: ns until the last has returned from acquire.
+     * `waiters` threads each call `park`, and one `wake` releases them all:
+     * ns from the wake until the last `park` has returned.
      */
-    static double[] batchWake(boolean fair) throws Exception {
-        Semaphore sem = new Semaphore(0, fair);
+    static double[] wakeAll(int waiters, Park park, Runnable wake) throws Exception {
         long base = System.nanoTime();
         AtomicInteger ready = new AtomicInteger();
         AtomicInteger done = new AtomicInteger();
         AtomicLong last = new AtomicLong();
-        CyclicBarrier start = new CyclicBarrier(BATCH + 1);
+        CyclicBarrier start = new CyclicBarrier(waiters + 1);
         AtomicBoolean exit = new AtomicBoolean();
         Thread measurer = Thread.currentThread();
-        Thread[] workers = new Thread[BATCH];
-        for (int i = 0; i < BATCH; i++) {
+        Thread[] workers = new Thread[waiters];
+        for (int i = 0; i < waiters; i++) {
             workers[i] = daemon(() -> {
                 try {
                     while (true) {
@@ -397,10 +491,9 @@ public final class SemaphoreBench {
                         if (exit.get()) {
                             return;
                         }
-                        ready.incrementAndGet();
-                        sem.acquireUninterruptibly();
+                        park.run(ready);
                         last.accumulateAndGet(System.nanoTime() - base, Math::max);
-                        if (done.incrementAndGet() == BATCH) {
+                        if (done.incrementAndGet() == waiters) {
                             LockSupport.unpark(measurer);
                         }
                     }
@@ -416,19 +509,19 @@ public final class SemaphoreBench {
                 done.set(0);
                 last.set(0);
                 start.await();
-                while (ready.get() < BATCH) {
+                while (ready.get() < waiters) {
                     sleepNs(50_000);
                 }
                 sleepNs(1_000_000); // let them park
                 long t0 = System.nanoTime() - base;
-                sem.release(BATCH);
-                while (done.get() < BATCH) { // the last waiter unparks this thread
+                wake.run();
+                while (done.get() < waiters) { // the last waiter unparks this thread
                     LockSupport.parkNanos(5_000_000);
                 }
                 sum += Math.max(0, last.get() - t0);
             }
             return sum;
-        });
+        }).ns();
         exit.set(true);
         start.await();
         for (Thread t : workers) {

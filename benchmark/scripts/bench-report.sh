@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The benchmark report: docs/bench-results.md and docs/bench.svg, from the
-# results of `cargo bench -p aqs-benchmark` and of bench-jdk.sh under
-# TARGET ($CARGO_TARGET_DIR, by default target/bench).
+# results of `cargo bench -p aqs-benchmark` (the semaphore and mutex suites)
+# and of bench-jdk.sh under TARGET ($CARGO_TARGET_DIR, by default
+# target/bench).
 #
 #   benchmark/scripts/bench-report.sh          report the results already there
-#   benchmark/scripts/bench-report.sh --run    run the Rust suite and the JDK anchor first
+#   benchmark/scripts/bench-report.sh --run    run both Rust suites and both JDK anchors first
 #   AQS_BENCH_QUICK=1 benchmark/scripts/bench-report.sh --run    the same, quick
 #
 # The rendering is bench_report.py (python3, standard library only).
@@ -19,7 +20,7 @@ case "${1:-}" in
     bash benchmark/scripts/bench-jdk.sh
     ;;
   *)
-    sed -n '2,10p' "$0"
+    sed -n '2,11p' "$0"
     exit 2
     ;;
 esac

@@ -5,9 +5,11 @@ Reads, under the target directory (bench-report.sh passes
 ${CARGO_TARGET_DIR:-target/bench}):
 
   criterion/**/new/{benchmark,estimates,sample}.json   cargo bench -p aqs-benchmark
-  aqs-bench/rust.jsonl    that run's start, load, and CPU time and per-thread
-                          counts of its thread-pool cells (contended, io)
-  aqs-bench/jdk.jsonl     benchmark/scripts/bench-jdk.sh
+  aqs-bench/rust.jsonl        the semaphore suite's start, load, and the CPU
+                              time and per-thread counts of its thread-pool
+                              and ping-pong cells
+  aqs-bench/rust-mutex.jsonl  the same for the mutex suite (groups mutex_*)
+  aqs-bench/jdk.jsonl, jdk-mutex.jsonl    benchmark/scripts/bench-jdk.sh
 
 Standard library only. Every number shown is a median over samples. Speed
 ratios are reference time / time (throughput / reference throughput): above 1
@@ -50,6 +52,41 @@ UNCONTENDED = [
 CONTENDED = [f"t{t}_p{p}" for t, p in [(2, 1), (4, 1), (16, 1), (2, 4), (4, 4), (16, 4)]]
 IO = [("t16_p4_100us", "16 threads, 4 permits, 100 µs:"), ("t64_p8_1ms", "64 threads, 8 permits, 1 ms:")]
 
+# The mutex part: (id, label) in table order; CONDVARS labels the same ids in the condvar tables.
+MUTEXES = [
+    ("aqs", "aqs Mutex"),
+    ("aqs-fair", "aqs FairMutex (FIFO)"),
+    ("parking_lot", "parking_lot Mutex"),
+    ("parking_lot-fair", "parking_lot FairMutex"),
+    ("std", "std Mutex"),
+    ("jdk-nonfair", "JDK ReentrantLock nonfair"),
+    ("jdk-fair", "JDK ReentrantLock fair (FIFO)"),
+    ("jdk-synchronized", "JDK synchronized"),
+]
+CONDVARS = [
+    ("aqs", "aqs Mutex + aqs Condvar"),
+    ("aqs-fair", "aqs FairMutex + aqs Condvar"),
+    ("parking_lot", "parking_lot Mutex + Condvar"),
+    ("std", "std Mutex + Condvar"),
+    ("jdk-nonfair", "JDK ReentrantLock nonfair + Condition"),
+    ("jdk-fair", "JDK ReentrantLock fair + Condition"),
+    ("jdk-synchronized", "JDK synchronized + wait/notifyAll"),
+]
+FAIR_MUTEXES = {"aqs-fair", "parking_lot-fair", "jdk-fair"}
+PL, PL_FAIR, STD = "parking_lot", "parking_lot-fair", "std"
+MUTEX_CONTENDED = [(f"t{t}_cs{r}", f"T={t} {r} rounds") for r in (50, 500) for t in (2, 4, 16)]
+# (file under aqs-bench/, harness name, whether it holds the mutex suite)
+HARNESSES = [
+    ("rust.jsonl", "Rust semaphore suite", False),
+    ("rust-mutex.jsonl", "Rust mutex suite", True),
+    ("jdk.jsonl", "JDK SemaphoreBench", False),
+    ("jdk-mutex.jsonl", "JDK MutexBench", True),
+]
+
+
+def is_mutex_group(group):
+    return group.startswith("mutex_")
+
 
 def head(bench):
     """`t16_p4` -> `T=16 P=4`."""
@@ -74,14 +111,16 @@ def spread(xs):
 
 
 def load_criterion(target, not_before, warnings):
-    """{(group, bench, contender): {ns, min, max}} from criterion's new/ dirs."""
+    """{(group, bench, contender): {ns, min, max}} from criterion's new/ dirs;
+    `not_before(group)` is the start of the group's last run, or None."""
     out, stale = {}, []
     for bj in sorted((target / "criterion").glob("**/new/benchmark.json")):
         meta, est = load_json(bj), load_json(bj.parent / "estimates.json")
         if not meta or not est or not meta.get("value_str"):
             continue
         key = (meta["group_id"], meta["function_id"], meta["value_str"])
-        if not_before and (bj.parent / "estimates.json").stat().st_mtime < not_before:
+        since = not_before(key[0])
+        if since and (bj.parent / "estimates.json").stat().st_mtime < since:
             stale.append("/".join(key))
             continue
         rec = {"ns": est["median"]["point_estimate"]}
@@ -112,8 +151,9 @@ def load_jsonl(path):
             cell = spread(rec["samples_ns"])
             if rec.get("cpu_ns"):
                 cell["cpu"] = spread(rec["cpu_ns"])
-            if rec.get("counts"):
-                cell["counts"] = rec["counts"]
+            for k in ("counts", "window_counts"):
+                if rec.get(k):
+                    cell[k] = rec[k]
             cells[(rec["group"], rec["bench"], rec["contender"])] = cell
     return meta, cells
 
@@ -165,14 +205,14 @@ class Data:
         return min(have)[1] if have else None
 
 
-def table(data, group, benches, columns):
+def table(data, group, benches, columns, contenders=CONTENDERS):
     """One row per contender with results in `group`: for each (bench, bench
     title), one cell per column (title, value(bench, contender)); the bench
     title heads its first column."""
     head = ["contender"] + [f"{t} {title}".strip() if i == 0 else title
                             for _, t in benches for i, (title, _) in enumerate(columns)]
     lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
-    for c, label in CONTENDERS:
+    for c, label in contenders:
         if any(data.get(group, b, c) for b, _ in benches):
             lines.append("| " + " | ".join([label] + [f(b, c) for b, _ in benches for _, f in columns]) + " |")
     return "\n".join(lines)
@@ -183,7 +223,16 @@ def value(data, group, scale, key=None):
 
 
 def speed(data, group, ref):
-    return lambda b, c: sig(data.ratio(group, b, c, ref))
+    """Speed relative to `ref`: a contender, or a function of (bench, contender)."""
+    pick = ref if callable(ref) else lambda b, c: ref
+    return lambda b, c: sig(data.ratio(group, b, c, pick(b, c)))
+
+
+def throughput(data, group, ref, scale):
+    """`throughput (×ref) · CPU µs per operation`; `scale` turns ns per
+    operation into the throughput shown."""
+    return lambda b, c: (f"{data.cell(group, b, c, scale)} ({speed(data, group, ref)(b, c)}) · "
+                         f"{data.cell(group, b, c, lambda ns: ns / 1e3, 'cpu')}" if data.get(group, b, c) else "n/a")
 
 
 def ratios(data, group):
@@ -217,6 +266,93 @@ def fairness(data, bench="t16_p1"):
             lo, hi = min(counts), max(counts)
             lines.append(f"| {label} | {lo} | {hi} | {sig(hi / lo) if lo else '∞'} |")
     return "\n".join(lines)
+
+
+def show_spread(cell):
+    """The median over windows of a thread's most operations over the fewest
+    (∞ when one had none)."""
+    spreads = sorted(max(w) / min(w) if min(w) else math.inf for w in (cell or {}).get("window_counts", []) if w)
+    x = spreads[len(spreads) // 2] if spreads else None
+    return "∞" if x == math.inf else sig(x)
+
+
+def mutex_part(data):
+    """Part 2 of the report: the mutexes and their condition variables."""
+    if not any(is_mutex_group(group) for group, _, _ in data.r):
+        return ["# Part 2: Mutex", "", "No results: run `cargo bench -p aqs-benchmark --bench mutex`.", ""]
+    G, C, F = "mutex_contended", "mutex_condvar", "mutex_unlock_fair"
+
+    def pl(group):  # parking_lot's FairMutex for the fair rows where it has the cell, else its Mutex
+        return lambda b, c: PL_FAIR if c in FAIR_MUTEXES and data.get(group, b, PL_FAIR) else PL
+
+    def refs(group):
+        return [("×pl", speed(data, group, pl(group))), ("×std", speed(data, group, STD))]
+
+    floors = "; ".join(f"{label} {data.cell('mutex_uncontended', 'cas_store', c, lambda ns: ns)} ns"
+                       for c, label in [("floor", "a bare compare-and-swap + store"), ("jdk-floor", "the same in Java")])
+
+    def per_second(ns):  # ns per pair -> M pairs/s
+        return 1e3 / ns
+
+    return [
+        "# Part 2: Mutex",
+        "",
+        "Each mutex guards one `u64`. `×pl` is relative to parking_lot: its `FairMutex` (its `Mutex` with",
+        "`unlock_fair` on every unlock) for the fair rows (aqs `FairMutex`, parking_lot `FairMutex`, JDK",
+        "fair), its `Mutex` for the others and wherever it has no fair cell (the condition variables);",
+        "`×std` is relative to `std::sync::Mutex`. A barging mutex lets the thread that unlocks take the",
+        "lock again at once, so on few CPUs one thread may do nearly all the work (section 8).",
+        "",
+        "## 6. Uncontended lock + unlock (one thread; ns)",
+        "",
+        table(data, "mutex_uncontended", [("lock_unlock", "lock+unlock")],
+              [("(ns)", value(data, "mutex_uncontended", lambda ns: ns))] + refs("mutex_uncontended"), MUTEXES),
+        "",
+        f"For reference: {floors}.",
+        "",
+        "## 7. Contended: M pairs/s (×pl) · CPU µs per pair",
+        "",
+        "T threads each loop lock, critical section, unlock. The critical section is the semaphore",
+        "suite's (load the locked word, 50 dependent xorshift-multiply rounds, store it back) or one of",
+        "500 rounds.",
+        "",
+        table(data, G, MUTEX_CONTENDED, [("", throughput(data, G, pl(G), per_second))], MUTEXES),
+        "",
+        "Speed relative to std:",
+        "",
+        table(data, G, MUTEX_CONTENDED, [("", speed(data, G, STD))], MUTEXES),
+        "",
+        "## 8. Fairness: a thread's most acquisitions over the fewest in a window",
+        "",
+        "Median over the measured windows of the contended cells; ∞ when some thread got none.",
+        "",
+        table(data, G, MUTEX_CONTENDED, [("", lambda b, c: show_spread(data.get(G, b, c)))], MUTEXES),
+        "",
+        "## 9. `unlock_fair` ping-pong: M pairs/s (×pl) · CPU µs per pair",
+        "",
+        "Two threads each loop lock, 50 rounds, `unlock_fair`, which hands the lock to the other thread",
+        "whenever it waits; beside it the same cell with a plain unlock (section 7, T=2).",
+        "",
+        table(data, F, [("t2_cs50", "unlock_fair")],
+              [("", throughput(data, F, PL, per_second)),
+               ("max/min per window", lambda b, c: show_spread(data.get(F, b, c))),
+               ("plain unlock", throughput(data, G, PL, per_second))], MUTEXES),
+        "",
+        "## 10. Condition variable ping-pong: k round trips/s (×pl) · CPU µs per round trip",
+        "",
+        "Two threads pass a turn through one mutex and two condition variables: each waits on its own",
+        "until the turn is its, takes it and notifies the other's. Each mutex runs with its own crate's",
+        "condition variable; `synchronized` has one wait set, so both threads wait on the monitor and",
+        "`notifyAll` wakes the other.",
+        "",
+        table(data, C, [("ping_pong", "k round trips/s (×pl) · CPU µs")],
+              [("", throughput(data, C, pl(C), lambda ns: 1e6 / ns)), ("×std", speed(data, C, STD))], CONDVARS),
+        "",
+        "## 11. `notify_all` to 8 waiters (µs until all 8 have returned from `wait` and unlocked)",
+        "",
+        table(data, C, [("notify_all8", "µs")], [("", value(data, C, lambda ns: ns / 1e3))] + refs(C), CONDVARS),
+        "",
+    ]
 
 
 # -------------------------------------------------------------------- SVG
@@ -318,25 +454,34 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     target, warnings = Path(args.target), []
-    rust_meta, rust_cells = load_jsonl(target / "aqs-bench/rust.jsonl")
-    jdk_meta, jdk_cells = load_jsonl(target / "aqs-bench/jdk.jsonl")
-    results = load_criterion(target, rust_meta and rust_meta["started_unix"] - 5, warnings)
+    metas, cells = {}, {}
+    for file, _, _ in HARNESSES:
+        metas[file], cells[file] = load_jsonl(target / "aqs-bench" / file)
+    rust_file = {False: "rust.jsonl", True: "rust-mutex.jsonl"}
+
+    def started(group):  # a suite's criterion results older than its last run are stale
+        meta = metas[rust_file[is_mutex_group(group)]]
+        return meta and meta["started_unix"] - 5
+
+    results = load_criterion(target, started, warnings)
     if not results:
         sys.exit(f"no criterion results under {target}/criterion: run `cargo bench -p aqs-benchmark` first")
-    for key, cell in rust_cells.items():  # criterion times the cell; the JSON adds CPU time and counts
-        results.setdefault(key, cell).update({k: cell[k] for k in ("cpu", "counts") if k in cell})
-    results.update(jdk_cells)
-    if not jdk_cells:
-        warnings.append("no JDK results (bench-jdk.sh not run, or java not installed): JDK cells are n/a.")
-    elif rust_meta and jdk_meta and rust_meta["quick"] != jdk_meta["quick"]:
-        warnings.append("the Rust and JDK results come from different modes (quick and full).")
+    for file, name, mutex in HARNESSES:
+        if file.startswith("rust"):  # criterion times the cell; the JSON adds CPU time and counts
+            for key, cell in cells[file].items():
+                results.setdefault(key, cell).update({k: cell[k] for k in ("cpu", "counts", "window_counts") if k in cell})
+        elif not cells[file] and metas[rust_file[mutex]]:
+            warnings.append(f"no {name} results (bench-jdk.sh not run, or java not installed): its JDK cells are n/a.")
+        results.update(cells[file])
+    if len({m["quick"] for m in metas.values() if m}) > 1:
+        warnings.append("the results come from different modes (quick and full).")
     data = Data(results)
 
-    quick = rust_meta["quick"] if rust_meta else None
+    quick = next((m["quick"] for m in metas.values() if m), None)
     mode = "unknown" if quick is None else "quick (`AQS_BENCH_QUICK=1`)" if quick else "full"
     runs = [
         f"{name} {when(m['started_unix'])}, load average {m['loadavg_start']} at start, {m['loadavg_end']} at end"
-        for name, m in (("Rust suite", rust_meta), ("JDK", jdk_meta))
+        for name, m in ((name, metas[file]) for file, name, _ in HARNESSES)
         if m
     ]
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
@@ -352,30 +497,31 @@ def main(argv=None):
     )
     cont = [(b, head(b)) for b in CONTENDED]
 
-    def contended(b, c):
-        ratio = sig(data.ratio("contended", b, c, REF))
-        return f"{data.cell('contended', b, c, lambda ns: 1e3 / ns)} ({ratio}) · {data.cell('contended', b, c, lambda ns: ns / 1e3, 'cpu')}"
 
     md = [
         "# Benchmark results",
         "",
-        "Generated by `benchmark/scripts/bench-report.sh` from `benchmark/benches/semaphore.rs` (criterion)",
-        "and `benchmark/jdk/SemaphoreBench.java`; do not edit by hand. The workloads are described in",
-        "`benchmark/src/lib.rs`.",
+        "Generated by `benchmark/scripts/bench-report.sh` from `benchmark/benches/semaphore.rs` and",
+        "`mutex.rs` (criterion) and `benchmark/jdk/SemaphoreBench.java` and `MutexBench.java`; do not edit",
+        "by hand. The workloads are described in `benchmark/src/lib.rs`.",
         "",
         f"- Mode: {mode}; machine: {machine}; {tools}",
         *[f"- {r}" for r in runs],
         f"- Command: `{'AQS_BENCH_QUICK=1 ' if quick else ''}benchmark/scripts/bench-report.sh --run`",
         "",
         "Every number is a median over samples. Ratios in brackets and `×` columns are speeds relative to",
-        "a reference (reference time / time): **above 1 means faster**. `×tokio` is relative to",
-        "`tokio::sync::Semaphore`, `×JDK nf` to `java.util.concurrent.Semaphore` nonfair. CPU time is the",
-        "process CPU clock over a measurement window divided by the pairs completed in it. `~` marks a",
-        f"noisy cell: max − min of the samples > {NOISY:.0%} of the median. FIFO semaphores (tokio,",
-        "futures-intrusive fair, aqs fair, JDK fair) hand each permit to a parked thread when threads",
-        "outnumber permits, so compare fair with fair and nonfair with nonfair.",
+        "a reference (reference time / time): **above 1 means faster**. CPU time is the process CPU clock",
+        "over a measurement window (or a sample's round trips) divided by the operations completed in it.",
+        f"`~` marks a noisy cell: max − min of the samples > {NOISY:.0%} of the median.",
         "",
         *[f"> **Note:** {w}" for w in warnings],
+        "",
+        "# Part 1: Semaphore",
+        "",
+        "`×tokio` is relative to `tokio::sync::Semaphore`, `×JDK nf` to `java.util.concurrent.Semaphore`",
+        "nonfair. FIFO semaphores (tokio, futures-intrusive fair, aqs fair, JDK fair) hand each permit to",
+        "a parked thread when threads outnumber permits, so compare fair with fair and nonfair with",
+        "nonfair.",
         "",
         "![speed relative to tokio](bench.svg)",
         "",
@@ -391,7 +537,7 @@ def main(argv=None):
         "T threads over P permits; each loop acquires, runs the critical section (load a word, 50",
         "dependent xorshift-multiply rounds, store it back) and releases.",
         "",
-        table(data, "contended", cont, [("", contended)]),
+        table(data, "contended", cont, [("", throughput(data, "contended", REF, lambda ns: 1e3 / ns))]),
         "",
         "Speed relative to JDK nonfair:",
         "",
@@ -414,13 +560,14 @@ def main(argv=None):
         "## 4. Hand-off (two threads ping-pong over two 0-permit semaphores)",
         "",
         table(data, "handoff", [("round_trip", "k round trips/s")], [("", value(data, "handoff", lambda ns: 1e6 / ns))]
-              + ratios(data, "handoff")),
+              + ratios(data, "handoff") + [("CPU µs/round trip", value(data, "handoff", lambda ns: ns / 1e3, "cpu"))]),
         "",
         "## 5. Batch wake (8 parked threads, one release of 8 permits)",
         "",
         table(data, "batch_wake", [("wake8", "µs until all 8 returned")],
               [("", value(data, "batch_wake", lambda ns: ns / 1e3))] + ratios(data, "batch_wake")),
         "",
+        *mutex_part(data),
     ]
     Path(args.md).parent.mkdir(parents=True, exist_ok=True)
     Path(args.md).write_text("\n".join(md))

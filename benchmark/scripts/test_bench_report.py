@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of bench_report.py on a made-up run: which results it reads, and the
-CPU ratios of the I/O workload. Standard library only:
-`python3 benchmark/scripts/test_bench_report.py`."""
+"""Tests of bench_report.py on a made-up run: which results it reads, the CPU
+ratios of the I/O workload, and the mutex part's references and fairness
+spread. Standard library only: `python3 benchmark/scripts/test_bench_report.py`."""
 
 import json
 import os
@@ -25,21 +25,26 @@ def criterion(target, group, bench, contender, ns, mtime=None):
         os.utime(d / "estimates.json", (mtime, mtime))
 
 
-def pooled(group, bench, contender, ns, cpu_ns, counts=(5, 5)):
-    return {"group": group, "bench": bench, "contender": contender, "samples_ns": [ns] * 3,
+def pooled(group, bench, contender, ns, cpu_ns, counts=(5, 5), windows=None):
+    cell = {"group": group, "bench": bench, "contender": contender, "samples_ns": [ns] * 3,
             "cpu_ns": [cpu_ns] * 3, "counts": list(counts)}
+    return cell | ({"window_counts": windows} if windows else {})
 
 
 class Report(unittest.TestCase):
-    def run_report(self, rust, jdk, cells):
+    def run_report(self, rust, jdk, cells, mutex=None, started=None):
+        """`mutex`: the lines of rust-mutex.jsonl; `started`: a harness's
+        start (seconds ago) by its file's name, by default 60 s ago."""
         with tempfile.TemporaryDirectory() as tmp:
             target = Path(tmp)
             for cell in cells:
                 criterion(target, *cell)
             (target / "aqs-bench").mkdir()
-            meta = {"group": "meta", "quick": True, "started_unix": int(time.time()) - 60,
-                    "ended_unix": int(time.time()), "loadavg_start": "0.1 0.1 0.1", "loadavg_end": "0.2 0.1 0.1"}
-            for name, lines in (("rust", rust), ("jdk", jdk)):
+            files = {"rust": rust, "jdk": jdk} | ({"rust-mutex": mutex} if mutex is not None else {})
+            for name, lines in files.items():
+                ago = (started or {}).get(name, 60)
+                meta = {"group": "meta", "quick": True, "started_unix": int(time.time()) - ago,
+                        "ended_unix": int(time.time()), "loadavg_start": "0.1 0.1 0.1", "loadavg_end": "0.2 0.1 0.1"}
                 text = "\n".join(json.dumps(x) for x in [meta] + lines)
                 (target / "aqs-bench" / f"{name}.jsonl").write_text(text + "\n")
             md, svg = target / "out.md", target / "out.svg"
@@ -73,6 +78,39 @@ class Report(unittest.TestCase):
         self.assertIn("5.00 (1.00) · 0.4", md)
         self.assertIn("1 criterion result(s) older than the last `cargo bench` were left out", md)
         self.assertNotIn("999", md)
+        self.assertIn("No results: run `cargo bench -p aqs-benchmark --bench mutex`.", md)
+
+    def test_mutex_rows_are_against_parking_lot_fair_when_fair_and_spread_is_the_median_window(self):
+        g, b = "mutex_contended", "t4_cs50"
+        ns = {"aqs": 100.0, "aqs-fair": 400.0, "parking_lot": 200.0, "parking_lot-fair": 800.0, "std": 50.0}
+        mutex = [
+            pooled(g, b, "aqs", 100.0, 150.0, windows=[[10, 0], [10, 5], [12, 6]]),  # ∞, 2, 2
+            pooled(g, b, "aqs-fair", 400.0, 800.0, windows=[[5, 5]] * 3),
+            pooled(g, b, "parking_lot", 200.0, 300.0, windows=[[1, 0]] * 3),
+        ]
+        md = self.run_report([], [], [(g, b, c, t) for c, t in ns.items()], mutex=mutex)
+        # 10 M pairs/s, twice parking_lot's Mutex, 0.15 µs CPU; the fair row against its FairMutex
+        self.assertIn("| aqs Mutex | n/a | 10.0 (2.00) · 0.15 | n/a |", md)
+        self.assertIn("| aqs FairMutex (FIFO) | n/a | 2.50 (2.00) · 0.8 | n/a |", md)
+        self.assertIn("| aqs Mutex | n/a | 0.5 | n/a |", md)  # against std
+        self.assertIn("| aqs Mutex | n/a | 2.00 | n/a |", md)  # fairness: the median window
+        self.assertIn("| parking_lot Mutex | n/a | ∞ | n/a |", md)
+
+    def test_condvar_fair_rows_fall_back_to_parking_lot_mutex_and_suites_go_stale_apart(self):
+        g, now = "mutex_condvar", time.time()
+        mutex = [pooled(g, "ping_pong", "aqs-fair", 2000.0, 4000.0), pooled(g, "ping_pong", "parking_lot", 1000.0, 1500.0)]
+        cells = [
+            (g, "ping_pong", "aqs-fair", 2000.0),
+            (g, "ping_pong", "parking_lot", 1000.0),
+            ("mutex_uncontended", "lock_unlock", "std", 777.0, now - 1800),  # before the mutex suite's run
+            ("uncontended", "acquire_release", "tokio", 30.0, now - 1800),  # after the semaphore suite's
+        ]
+        md = self.run_report([], [], cells, mutex=mutex, started={"rust": 3600, "rust-mutex": 60})
+        # parking_lot has no fair condvar: 500 k round trips/s, half its Mutex's, 4 µs CPU
+        self.assertIn("| aqs FairMutex + aqs Condvar | 500 (0.5) · 4.00 | n/a |", md)
+        self.assertIn("| parking_lot Mutex + Condvar | 1000 (1.00) · 1.50 | n/a |", md)
+        self.assertNotIn("777", md)
+        self.assertIn("| tokio (FIFO) | 30.0 |", md)
 
 
 if __name__ == "__main__":
