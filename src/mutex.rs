@@ -115,7 +115,7 @@ impl<const FAIR: bool> Lock<FAIR> {
     }
 
     #[inline]
-    fn try_lock_until(&self, deadline: Instant) -> bool {
+    pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
         self.sync
             .acquire_exclusive(&MutexPolicy::<FAIR>, 1, Some(deadline))
             .is_ok()

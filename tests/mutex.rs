@@ -389,7 +389,12 @@ mod sequences {
     }
 
     proptest! {
-        #![proptest_config(Config { cases: if cfg!(miri) { 4 } else { 256 }, ..Config::default() })]
+        #![proptest_config(Config {
+            cases: if cfg!(miri) { 4 } else { 256 },
+            // No failure files: Miri's isolation has no current directory.
+            failure_persistence: None,
+            ..Config::default()
+        })]
 
         #[test]
         fn raw_mutex_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {

@@ -202,3 +202,43 @@ fn notify_all_two_waiters() {
         s.assert_free();
     });
 }
+
+/// A notify whose transfer links the waiter behind a timed sync waiter that
+/// may give up at any moment: main holds the lock while `timed` queues with
+/// a deadline, and notifies `waiter` before unlocking. The transfer may
+/// skip and retire the leaving node (R2, on the owner's behalf) or arm it
+/// and retry; the leaving node may wake the transferred one before the
+/// transfer is done. Bound 2.
+#[test]
+fn transfer_behind_a_leaving_waiter() {
+    check(2, || {
+        let s = Shared::<false>::new();
+        let waiter = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || {
+                s.lock.lock();
+                while !s.flag() {
+                    s.wait(None);
+                }
+                s.unlock();
+            })
+        };
+        let timed = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || {
+                if s.lock
+                    .try_lock_until(Instant::now() + Duration::from_secs(1))
+                {
+                    s.unlock();
+                }
+            })
+        };
+        s.lock.lock();
+        s.set_flag();
+        s.cond.notify_one();
+        s.unlock();
+        waiter.join().unwrap();
+        timed.join().unwrap();
+        s.assert_free();
+    });
+}

@@ -252,11 +252,25 @@ impl Condition {
             debug_assert!(claimed.is_empty());
             return;
         };
-        // SAFETY: a claimed node's waiter is inside `wait`, which borrows the
-        // synchronizer until it has re-acquired (N3): it outlives this.
-        let sync = unsafe { &*bound.sync };
         for &node in claimed {
-            sync.transfer(bound.policy, node);
+            // SAFETY: this node's waiter, and every later one's, is inside
+            // `wait`, which borrows the synchronizer until it has seen its
+            // node `transferred` (N3): the synchronizer outlives this loop
+            // up to the last store of `transferred`, and is not touched
+            // after it.
+            let sync = unsafe { &*bound.sync };
+            let wake_owner = sync.transfer(bound.policy, node);
+            // SAFETY: N3: the node is ours until `transferred` is set; nobody
+            // else retires or frees it before then.
+            let me = unsafe { Node::get(node) };
+            if wake_owner {
+                // Before `transferred`: a claimed owner that wakes goes on
+                // as woken once it sees the transfer done (C2, N3).
+                wake(me, node);
+            }
+            // The last touch of the node and of the synchronizer: once the
+            // owner sees it, it may acquire, return, and drop both.
+            me.transferred.store(1, Release);
         }
     }
 }
@@ -266,9 +280,11 @@ impl RawSync {
     /// owner's behalf (`transferForSignal`), doing what the owner's own
     /// acquire step would before it parks: count it after linking (Q1), arm
     /// its predecessor with an RMW (P1), publish the armed bit (A1, barging),
-    /// and re-check. Only if the owner could take the lock now is it woken;
-    /// otherwise the release through its predecessor wakes it.
-    fn transfer<P: Policy + ?Sized>(&self, policy: &P, node: *mut Node) {
+    /// and re-check. Returns whether the owner could take the lock now, and
+    /// so must be woken; otherwise the release through its predecessor
+    /// wakes it. The caller then sets `transferred` (N3), after everything
+    /// here, the guard's departure included, is done with the synchronizer.
+    fn transfer<P: Policy + ?Sized>(&self, policy: &P, node: *mut Node) -> bool {
         let guard = self.reclaim.enter();
         self.enq(node, &guard);
         self.state.fetch_add(ONE_WAITER, AcqRel);
@@ -283,14 +299,11 @@ impl RawSync {
         if policy.discipline().uses_armed_bit() {
             self.state.fetch_or(ARMED, AcqRel);
         }
-        me.transferred.store(1, Release);
         // The owner's re-check after arming (P1), done for it: a release
         // whose RMW on the head's status came before our arming is seen here.
         let value = value_of(self.state.load(Acquire));
         let could_take = try_acquire(policy, Mode::Exclusive, value, me.need, false).is_some();
-        if pred == self.head.load(Acquire) && could_take {
-            wake(me, node);
-        }
+        pred == self.head.load(Acquire) && could_take
     }
 
     /// Re-acquires with a node that `transfer` linked in: the owner runs it
