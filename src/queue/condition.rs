@@ -21,7 +21,9 @@
 //!   sets `transferred` (Release), only the notifier touches the node's
 //!   links; it acts as the owner would (N1: it skips cancelled predecessors
 //!   and arms one). The waiter reads `transferred` (Acquire) before it runs
-//!   the node as its own.
+//!   the node as its own. That store is the notifier's last touch of the
+//!   node and of the synchronizer: the waiter may then acquire, return, and
+//!   drop both.
 
 use std::collections::VecDeque;
 use std::ptr;
