@@ -31,6 +31,7 @@ deadlock='deadlock; threads ='
 freed='aqs: a queue node was used after it was freed|Causality violation: Concurrent (read and write|write) accesses'
 orphan='a queue node outlived its waiter'
 barged='a barger took a lock handed to a waiter'
+dropped='Causality violation|a synchronizer was used after it was dropped'
 # A waiter that returns without the lock reads the flag unguarded (a
 # causality violation) or unlocks a lock it does not hold, so that the next
 # lock() never returns (loom's deadlock) or the lock is left held.
@@ -54,6 +55,7 @@ mutants=(
   "claimed_wake_dropped|condvar::loom_models::notify_all_two_waiters|$deadlock"
   "transfer_no_recheck|condvar::loom_models::notify_one_after_unlock_nonfair|$deadlock"
   "timeout_no_reacquire|condvar::loom_models::timed_wait_races_notify|$unheld"
+  "transfer_store_early|condvar::loom_models::notifier_is_done_before_the_waiter_returns|$dropped"
 )
 
 # Every patch file has a row above, and every row a patch file.

@@ -242,3 +242,39 @@ fn transfer_behind_a_leaving_waiter() {
         s.assert_free();
     });
 }
+
+/// The notifier must be done with the mutex before the waiter can return:
+/// `notify_one` borrows only the condition, so the waiter's owner may drop
+/// the mutex as soon as `wait` returns. The waiter marks the mutex dropped
+/// (`loom_drop`) right after its unlock; the notify comes after main's
+/// unlock, and any use of the mutex by the transfer that could follow the
+/// waiter's return is a causality violation. The wait is timed, so a
+/// waiter whose deadline passes after the claim runs on as soon as it sees
+/// `transferred`, without waiting for a wake-up. Bound 2.
+#[test]
+fn notifier_is_done_before_the_waiter_returns() {
+    check(2, || {
+        let s = Shared::<false>::new();
+        let waiter = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || {
+                s.lock.lock();
+                // One timed wait (a timeout may fire at any moment under
+                // loom, so a loop of them would never end), then untimed.
+                if !s.flag() {
+                    s.wait(Some(Instant::now() + Duration::from_secs(1)));
+                }
+                while !s.flag() {
+                    s.wait(None);
+                }
+                s.unlock();
+                s.lock.sync.loom_drop();
+            })
+        };
+        s.lock.lock();
+        s.set_flag();
+        s.unlock();
+        s.cond.notify_one();
+        waiter.join().unwrap();
+    });
+}

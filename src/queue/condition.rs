@@ -305,7 +305,12 @@ impl RawSync {
         // whose RMW on the head's status came before our arming is seen here.
         let value = value_of(self.state.load(Acquire));
         let could_take = try_acquire(policy, Mode::Exclusive, value, me.need, false).is_some();
-        pred == self.head.load(Acquire) && could_take
+        let wake_owner = pred == self.head.load(Acquire) && could_take;
+        drop(guard);
+        // Everything above must come before the owner can see `transferred`.
+        #[cfg(aqs_loom)]
+        self.loom_check_alive();
+        wake_owner
     }
 
     /// Re-acquires with a node that `transfer` linked in: the owner runs it

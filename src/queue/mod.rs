@@ -250,6 +250,12 @@ pub(crate) struct RawSync {
     reclaim: Reclaim,
     /// How fast waiters acquire, one after another: whether yielding pays.
     pace: Pace,
+    /// loom only: set where a real program would drop the synchronizer
+    /// (`loom_drop`); read by code that must be done with it by then
+    /// (`loom_check_alive`), so a use that could follow the drop is a loom
+    /// causality violation.
+    #[cfg(aqs_loom)]
+    dropped: crate::loom::UnsafeCell<bool>,
     /// loom only: whether FIFO waiters yield before parking (off unless a
     /// model asks: a waiter that yields and looks again before it parks
     /// needs more preemptions to be caught asleep, which would take the
@@ -286,6 +292,7 @@ impl RawSync {
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
             pace: Pace::new(),
+            dropped: crate::loom::UnsafeCell::new(false),
             loom_yields: false,
         }
     }
@@ -330,6 +337,29 @@ impl RawSync {
         {
             true
         }
+    }
+
+    /// loom only: asserts nobody has marked the synchronizer dropped, with a
+    /// read that loom orders against `loom_drop`'s write.
+    #[cfg(aqs_loom)]
+    pub(crate) fn loom_check_alive(&self) {
+        self.dropped.with(|dropped| {
+            // SAFETY: written only by `loom_drop`; loom reports a write that
+            // races this read as a causality violation.
+            let dropped = unsafe { *dropped };
+            assert!(
+                !dropped,
+                "aqs: a synchronizer was used after it was dropped"
+            );
+        });
+    }
+
+    /// loom only: marks the synchronizer dropped, where a real program's
+    /// owner could drop it.
+    #[cfg(all(test, aqs_loom))]
+    pub(crate) fn loom_drop(&self) {
+        // SAFETY: see `loom_check_alive`.
+        self.dropped.with_mut(|dropped| unsafe { *dropped = true });
     }
 
     /// The queue nodes that are neither the head nor cancelled; for tests.
