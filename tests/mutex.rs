@@ -193,12 +193,14 @@ fn unlock_fair_hands_the_lock_to_the_waiter() {
 fn timed_lock_times_out_while_held_and_succeeds_when_released() {
     let lock = Arc::new(Mutex::new(()));
     let (locked_tx, locked_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
     let holder = {
         let lock = Arc::clone(&lock);
         thread::spawn(move || {
             let held = lock.lock();
             locked_tx.send(()).unwrap();
-            thread::sleep(Duration::from_millis(60));
+            // Holds until told: the timed locks below must fail meanwhile.
+            release_rx.recv_timeout(BOUND).expect("told to unlock");
             drop(held);
         })
     };
@@ -207,6 +209,7 @@ fn timed_lock_times_out_while_held_and_succeeds_when_released() {
     assert!(lock.try_lock_for(Duration::from_millis(20)).is_none());
     assert!(start.elapsed() >= Duration::from_millis(20));
     assert!(lock.try_lock_until(Instant::now()).is_none());
+    release_tx.send(()).unwrap();
     assert!(
         lock.try_lock_for(BOUND).is_some(),
         "a released lock was not taken"
