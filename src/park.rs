@@ -62,11 +62,11 @@ pub(crate) fn park(
 ) -> Parked {
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
     let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
+    let park = parking_lot_core::park;
     // SAFETY: K1: `key` is our own node's address, so no other
     // synchronizer parks on it; `validate` is one atomic load (no panic, no
     // parking_lot call) and the other two callbacks do nothing.
-    let result =
-        unsafe { parking_lot_core::park(key, validate, before_sleep, timed_out, token, deadline) };
+    let result = unsafe { park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
         ParkResult::Invalid => Parked::Invalid,

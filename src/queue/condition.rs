@@ -255,11 +255,11 @@ impl Condition {
             return;
         };
         for &node in claimed {
-            // SAFETY: this node's waiter, and every later one's, is inside
-            // `wait`, which borrows the synchronizer until it has seen its
-            // node `transferred` (N3): the synchronizer outlives this loop
-            // up to the last store of `transferred`, and is not touched
-            // after it.
+            // This node's waiter, and every later one's, is inside `wait`,
+            // which borrows the synchronizer until it has seen its node
+            // `transferred`: the synchronizer outlives this loop up to the
+            // last store of `transferred`, and is not touched after it.
+            // SAFETY: N3, as just said.
             let sync = unsafe { &*bound.sync };
             let wake_owner = sync.transfer(bound.policy, node);
             // SAFETY: N3: the node is ours until `transferred` is set; nobody

@@ -61,12 +61,12 @@ fn four_waiters_after_release<P: Policy>(
 
 /// Which of `nodes` have their wake flag set.
 fn woken(nodes: &[*mut Node]) -> Vec<bool> {
-    // SAFETY: R5/N1: the nodes stay linked, so nobody retires
-    // them, until their core is dropped.
-    nodes
-        .iter()
-        .map(|&n| unsafe { Node::get(n) }.wake.load(Acquire) != 0)
-        .collect()
+    let flag = |&n: &*mut Node| {
+        // SAFETY: R4: the nodes stay linked, so nobody retires them, until
+        // their core is dropped.
+        unsafe { Node::get(n) }.wake.load(Acquire) != 0
+    };
+    nodes.iter().map(flag).collect()
 }
 
 /// Bounded wait for a condition that another thread makes true.
