@@ -46,6 +46,10 @@ pub(crate) enum Step {
     /// Armed (and published, A1): the caller may sleep until its node's wake
     /// flag is set, then report how with [`Waiter::resume`] and step again.
     Wait,
+    /// Worth a spin round before the next look: the caller leaves its guard,
+    /// runs [`Waiter::spin_round`] and steps again in a new guard (R6). Never
+    /// returned under loom, where the spin budget is zero.
+    Spin,
 }
 
 /// How a wait between two steps ended.
@@ -91,6 +95,9 @@ pub(crate) struct Waiter<'s> {
     /// Whether we spent spin budget as second in line; becoming first then
     /// restores the budget, once.
     spun_second: bool,
+    /// Whether the pending spin round ([`Step::Spin`]) is one as second in
+    /// line, which may renew the budget.
+    spin_second: bool,
     /// Spin budgets left for waiting second in line.
     renewals: u32,
     /// Blocking waits only: yielding before parking (FIFO).
@@ -236,6 +243,14 @@ impl RawSync {
                 }
                 Step::Closed => return Err(AcquireFailed::Closed),
                 Step::TimedOut => return Err(AcquireFailed::TimedOut),
+                Step::Spin => {
+                    // R6: never spin inside a guard. A spinner that held one
+                    // would keep every node retired meanwhile alive, and on
+                    // a busy CPU its guard would overlap the next one's.
+                    drop(guard.take());
+                    waiter.spin_round();
+                    guard = Some(self.reclaim.enter());
+                }
                 Step::Wait => {
                     // R6: never park, nor yield, inside a guard.
                     drop(guard.take());
@@ -271,6 +286,7 @@ impl RawSync {
             published: false,
             spin: Spin::new(),
             spun_second: false,
+            spin_second: false,
             renewals: SECOND_IN_LINE_RENEWALS,
             window: YieldWindow::new(YIELD_WINDOW),
         }
@@ -290,6 +306,7 @@ impl RawSync {
             published: false,
             spin: Spin::new(),
             spun_second: false,
+            spin_second: false,
             renewals: SECOND_IN_LINE_RENEWALS,
             window: YieldWindow::new(YIELD_WINDOW),
         }
@@ -513,8 +530,8 @@ impl Waiter<'_> {
                 sync.cancel_acquire(self.node, guard);
                 return Step::TimedOut;
             }
-            if self.spins(first, pred, discipline, guard) {
-                continue;
+            if self.wants_spin(first, pred, discipline, guard) {
+                return Step::Spin;
             }
             if !sync.should_park_after_failed_acquire(pred, self.node, &mut self.armed_pred, guard)
             {
@@ -535,32 +552,49 @@ impl Waiter<'_> {
         }
     }
 
-    /// Spins one round if this is the time to (returns whether it did). The
-    /// first waiter is next to run: it spins a little before parking (a
-    /// bounded budget per wake-up, then yields). Having just become first
-    /// after spinning as second, it gets the budget afresh, once: what it
-    /// spent was the wait for its predecessor to wake, not for value. A
-    /// FIFO waiter second in line, behind a first waiter whose value is free,
-    /// spins through that waiter's wake-up for up to
-    /// `SECOND_IN_LINE_RENEWALS` more budgets.
-    fn spins(&mut self, first: bool, pred: *mut Node, d: Discipline, guard: &Guard<'_>) -> bool {
+    /// Whether this is the time for a spin round ([`Waiter::spin_round`]
+    /// runs it, outside the guard). The first waiter is next to run: it
+    /// spins a little before parking (a bounded budget per wake-up).
+    /// Having just become first after spinning as second, it gets the
+    /// budget afresh, once: what it spent was the wait for its predecessor
+    /// to wake, not for value. A FIFO waiter second in line, behind a first
+    /// waiter whose value is free, spins through that waiter's wake-up for
+    /// up to `SECOND_IN_LINE_RENEWALS` more budgets.
+    fn wants_spin(
+        &mut self,
+        first: bool,
+        pred: *mut Node,
+        d: Discipline,
+        guard: &Guard<'_>,
+    ) -> bool {
         if first {
             if self.spun_second {
                 self.spun_second = false;
                 self.spin.reset();
             }
-            return self.spin.spin();
+            self.spin_second = false;
+            return self.spin.can_spin(0);
         }
         if d.spins_second_in_line()
             && self.spin.can_spin(self.renewals)
             // SAFETY: N1: our predecessor.
             && self.sync.first_is_waking(unsafe { guard.node(pred) })
-            && self.spin.spin_renewing(&mut self.renewals)
         {
             self.spun_second = true;
+            self.spin_second = true;
             return true;
         }
         false
+    }
+
+    /// Runs the spin round that [`Step::Spin`] asked for, outside any guard
+    /// (R6): a busy-wait round, or a yield once the rounds are spent.
+    pub(crate) fn spin_round(&mut self) {
+        if self.spin_second {
+            self.spin.spin_renewing(&mut self.renewals);
+        } else {
+            self.spin.spin();
+        }
     }
 
     /// Records how a wait between two steps ended.

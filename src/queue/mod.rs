@@ -112,9 +112,11 @@
 //!   `tail` or a link while the guard is held stays allocated until the
 //!   guard drops; `Guard::node` ties the reference's lifetime to the guard),
 //!   or a node the thread owns (N1).
-//! * **R6, never park or yield inside a guard.** A sleeping reader would
-//!   stop all frees, and so would waiters that take turns at yielding inside
-//!   guards: one of them would be inside at nearly every instant.
+//! * **R6, never park, yield or spin inside a guard.** A sleeping reader
+//!   would stop all frees, and so would waiters that take turns at spinning
+//!   or yielding inside guards: one of them would be inside at nearly every
+//!   instant, and every node retired meanwhile would wait (on one CPU, a
+//!   fair ping-pong grew the retired list past 16,000 nodes that way).
 //!
 //! *The armed bit*
 //!
