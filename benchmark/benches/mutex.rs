@@ -13,7 +13,9 @@ use std::hint::black_box;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
 
-use aqs_benchmark::harness::{self, mix, Group, Out, Padded, Suite, CS_ROUNDS, WORD_SEED};
+use aqs_benchmark::harness::{
+    self, mix, Group, Out, Padded, Placement, Suite, CS_ROUNDS, WORD_SEED,
+};
 use aqs_benchmark::{each_condvar, each_mutex, CondvarContender, MutexContender, RawName};
 use criterion::BenchmarkId;
 use parking_lot::lock_api;
@@ -92,7 +94,11 @@ where
 /// and notifies the other's. A round is this thread's pass, which waits for
 /// the partner's: one round trip. To stop, the partner is woken with `exit`
 /// set, which it sees before it would wait again.
-fn ping_pong<M: MutexContender, C: CondvarContender<M>>(g: &mut Group<'_>, out: &mut Out) {
+fn ping_pong<M: MutexContender, C: CondvarContender<M>>(
+    g: &mut Group<'_>,
+    out: &mut Out,
+    placement: Placement,
+) {
     let (turn, cvs) = (Padded(M::new(0)), [Padded(C::new()), Padded(C::new())]);
     let exit = AtomicBool::new(false);
     let pass = |i: usize| {
@@ -118,7 +124,7 @@ fn ping_pong<M: MutexContender, C: CondvarContender<M>>(g: &mut Group<'_>, out: 
         pass(0);
     };
     let id = ("mutex_condvar", "ping_pong");
-    harness::ping_pong(g, id, M::NAME, || pass(1), round, stop, out);
+    harness::ping_pong(g, id, M::NAME, placement, || pass(1), round, stop, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -165,7 +171,9 @@ fn main() {
     g.finish();
 
     let (mut g, out) = suite.threaded("mutex_condvar");
-    each_condvar!(ping_pong(&mut g, out));
+    for placement in [Placement::Free, Placement::OneCpu, Placement::TwoCpus] {
+        each_condvar!(ping_pong(&mut g, out, placement));
+    }
     each_condvar!(notify_all(&mut g));
     g.finish();
 

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::thread;
 use std::time::Duration;
 
-use aqs_benchmark::harness::{self, mix, Group, Out, Padded, Suite, CS_ROUNDS, WORD_SEED};
+use aqs_benchmark::harness::{
+    self, mix, Group, Out, Padded, Placement, Suite, CS_ROUNDS, WORD_SEED,
+};
 use aqs_benchmark::{each_contender, Contender};
 use criterion::BenchmarkId;
 
@@ -131,7 +133,7 @@ fn handoff<S: Contender>(g: &mut Group<'_>, out: &mut Out) {
         ping.add_permits(1);
     };
     let id = ("handoff", "round_trip");
-    harness::ping_pong(g, id, S::NAME, turn, round, stop, out);
+    harness::ping_pong(g, id, S::NAME, Placement::Free, turn, round, stop, out);
 }
 
 /// `BATCH` threads park on a 0-permit semaphore and one `add_permits(BATCH)`

@@ -190,7 +190,71 @@ pub fn pooled(
 // Ping-pong and wake-all rounds
 // ---------------------------------------------------------------------------
 
-/// Two threads taking turns, as cell `group/bench/name`: a partner thread
+/// Where the two threads of a ping-pong run. A turn that crosses CPUs wakes
+/// a CPU that went idle, which on a virtual machine can cost tens of
+/// microseconds; a turn on one CPU is a context switch. Left free, the
+/// scheduler moves the pair between the two from window to window, so the
+/// suites also measure each placement pinned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Wherever the scheduler puts them.
+    Free,
+    /// Both pinned to CPU 0.
+    OneCpu,
+    /// This thread pinned to CPU 0, the partner to CPU 1.
+    TwoCpus,
+}
+
+impl Placement {
+    /// The suffix of the cell's bench id: none, `_1cpu` or `_2cpu`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Placement::Free => "",
+            Placement::OneCpu => "_1cpu",
+            Placement::TwoCpus => "_2cpu",
+        }
+    }
+
+    /// The CPUs of this thread and of the partner, if pinned.
+    fn cpus(self) -> Option<[usize; 2]> {
+        match self {
+            Placement::Free => None,
+            Placement::OneCpu => Some([0, 0]),
+            Placement::TwoCpus => Some([0, 1]),
+        }
+    }
+}
+
+/// Pins the calling thread to `cpu` and returns the CPU set it had.
+///
+/// # Panics
+///
+/// If the kernel refuses (a machine with one CPU has no CPU 1).
+fn pin_to(cpu: usize) -> libc::cpu_set_t {
+    // SAFETY: `cpu_set_t` is a plain bit array; all zeroes is the empty set.
+    let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: thread 0 is the calling thread; the pointer and size are of
+    // one live `cpu_set_t`.
+    let got = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old) };
+    assert_eq!(got, 0, "sched_getaffinity failed");
+    // SAFETY: as above.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below the set's size (`CPU_SETSIZE`), or `CPU_SET` panics.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    set_affinity(&set);
+    old
+}
+
+/// Restricts the calling thread to `set`.
+fn set_affinity(set: &libc::cpu_set_t) {
+    // SAFETY: thread 0 is the calling thread; the pointer and size are of
+    // one live `cpu_set_t`.
+    let got = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) };
+    assert_eq!(got, 0, "sched_setaffinity failed (is there a CPU 1?)");
+}
+
+/// Two threads taking turns, as cell `group/bench{placement}/name`, placed
+/// as `placement` says: a partner thread
 /// loops `turn` while it returns true, and this thread loops `round`, which
 /// must wait for one partner turn. Each criterion call times `iters` rounds
 /// on the wall and the process CPU clocks; the samples (criterion's last
@@ -199,19 +263,29 @@ pub fn pooled(
 /// partner's turn, which looks at the flag between being woken and
 /// answering (a partner that looked after answering could leave while a
 /// round waits for it) and returns false.
+#[allow(clippy::too_many_arguments)]
 pub fn ping_pong(
     g: &mut Group<'_>,
     (group, bench): (&str, &str),
     name: &str,
+    placement: Placement,
     turn: impl Fn() -> bool + Sync,
     mut round: impl FnMut(),
     stop: impl FnOnce(),
     out: &mut Out,
 ) {
+    let bench = format!("{bench}{}", placement.suffix());
+    let cpus = placement.cpus();
+    let restore = cpus.map(|[mine, _]| pin_to(mine));
     let mut windows: Vec<Window> = Vec::new();
     thread::scope(|scope| {
-        scope.spawn(|| while turn() {});
-        g.bench_function(BenchmarkId::new(bench, name), |b| {
+        scope.spawn(|| {
+            if let Some([_, partner]) = cpus {
+                pin_to(partner);
+            }
+            while turn() {}
+        });
+        g.bench_function(BenchmarkId::new(&bench, name), |b| {
             b.iter_custom(|iters| {
                 // The wall clock inside the CPU clock: the latter is a system call.
                 let (cpu0, t0) = (process_cpu_time(), Instant::now());
@@ -230,7 +304,10 @@ pub fn ping_pong(
         });
         stop();
     });
-    out.record((group, bench), name, &windows);
+    if let Some(old) = restore {
+        set_affinity(&old);
+    }
+    out.record((group, &bench), name, &windows);
 }
 
 /// `waiters` threads each call `park(ready)`, which must count the thread in
