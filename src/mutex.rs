@@ -105,13 +105,18 @@ impl<const FAIR: bool> Lock<FAIR> {
 
     #[inline]
     pub(crate) fn lock(&self) {
+        // What the hook grants an arrival at an idle lock (M1).
+        if self.sync.try_take_idle(UNLOCKED, 0) {
+            return;
+        }
         let locked = self.sync.acquire_exclusive(&MutexPolicy::<FAIR>, 1, None);
         debug_assert!(locked.is_ok(), "a mutex is never closed");
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        self.sync.try_acquire_exclusive(&MutexPolicy::<FAIR>, 1) == TryAcquire::Acquired
+        self.sync.try_take_idle(UNLOCKED, 0)
+            || self.sync.try_acquire_exclusive(&MutexPolicy::<FAIR>, 1) == TryAcquire::Acquired
     }
 
     #[inline]

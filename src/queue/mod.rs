@@ -305,6 +305,23 @@ impl RawSync {
         self.state.load(Acquire)
     }
 
+    /// The uncontended acquire of a synchronizer whose free value is known:
+    /// one CAS from `free` with nobody queued and no flag set to `taken`,
+    /// without loading the word first (after the previous holder's release,
+    /// a load would wait for that locked instruction before the CAS could
+    /// issue). Returns whether it took. The caller's policy must grant an
+    /// arrival exactly this change (`taken <= free`); on `false` it goes the
+    /// usual way, through the policy.
+    #[inline]
+    pub(crate) fn try_take_idle(&self, free: u32, taken: u32) -> bool {
+        debug_assert!(taken <= free);
+        // AcqRel, as an arrival's CAS: Acquire pairs with the release that
+        // put the value there.
+        self.state
+            .compare_exchange(state::initial(free), state::initial(taken), AcqRel, Relaxed)
+            .is_ok()
+    }
+
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;
     /// for changes that only ever take from the value. Returns the old value,
     /// or `Err(value)` if `f` returned `None`.
