@@ -127,7 +127,11 @@ impl RawSync {
             let acquired = if is_closed(s) {
                 None
             } else {
-                try_acquire(policy, mode, value_of(s), arg, waiters_of(s) > 0)
+                let others_queued = waiters_of(s) > 0
+                    && (mode == Mode::Exclusive
+                        || !policy.shared_arrivals_defer_to_exclusive()
+                        || self.first_queued_is_exclusive());
+                try_acquire(policy, mode, value_of(s), arg, others_queued)
             };
             let Some(acquired) = acquired else {
                 return if is_closed(s) {
@@ -143,6 +147,23 @@ impl RawSync {
                 Err(actual) => s = actual,
             }
         }
+    }
+
+    /// Whether the first queued waiter (the head's successor) is exclusive
+    /// (`apparentlyFirstQueuedIsExclusive`): a heuristic for
+    /// [`Policy::shared_arrivals_defer_to_exclusive`]; a waiter linking in
+    /// or leaving meanwhile may be seen or missed.
+    #[cold]
+    fn first_queued_is_exclusive(&self) -> bool {
+        let guard = self.reclaim.enter();
+        let h = self.head.load(Acquire);
+        if h.is_null() {
+            return false;
+        }
+        // SAFETY: R5: loaded from `head` inside the guard.
+        let next = unsafe { guard.node(h) }.next.load(Acquire);
+        // SAFETY: R5: a `next` link loaded inside the guard.
+        !next.is_null() && unsafe { guard.node(next) }.mode == Mode::Exclusive
     }
 
     /// Acquires `arg` in shared mode, queueing and parking until the policy

@@ -79,6 +79,24 @@ pub(crate) trait Policy {
     /// Fair or barging; see [`Discipline`].
     fn discipline(&self) -> Discipline;
 
+    /// Whether arriving shared acquires defer only to an exclusive first
+    /// waiter, as a nonfair read lock's readers do so that writers are not
+    /// starved (the JDK's `apparentlyFirstQueuedIsExclusive`). The shared
+    /// hook's `others_queued` then says whether the first queued waiter is
+    /// exclusive, which costs a look at the queue only while someone is
+    /// queued. Off by default.
+    fn shared_arrivals_defer_to_exclusive(&self) -> bool {
+        false
+    }
+
+    /// Whether a release that left `value` may let a waiter in, and so must
+    /// go through the head. A latch's count-down that leaves the count
+    /// above zero lets nobody in. On by default.
+    fn release_may_admit(&self, value: u32) -> bool {
+        let _ = value;
+        true
+    }
+
     /// Whether a multi-unit release wakes every waiter it could serve, not
     /// only the first, letting them take value out of turn through
     /// [`Policy::try_acquire_out_of_turn`] (`wake_ahead`). Off by

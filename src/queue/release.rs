@@ -33,7 +33,7 @@ impl RawSync {
     fn release<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) {
         // AcqRel on either path: Release publishes the caller's writes to the
         // acquirer; Acquire synchronizes with counted waiters' links (Q1).
-        let s = if policy.release_adds() {
+        let (s, after) = if policy.release_adds() {
             // The policy promises `value + arg <= u32::MAX`, so no carry
             // leaves the value field. (Were it broken, the carry would fall
             // off bit 63: the low half cannot be touched by an addition to
@@ -43,7 +43,7 @@ impl RawSync {
                 try_release(policy, mode, value_of(s), arg),
                 value_of(s).wrapping_add(arg)
             );
-            s
+            (s, value_of(s).wrapping_add(arg))
         } else {
             let mut s = self.state.load(Relaxed);
             loop {
@@ -52,13 +52,13 @@ impl RawSync {
                     .state
                     .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
                 {
-                    Ok(_) => break s,
+                    Ok(_) => break (s, value),
                     Err(actual) => s = actual,
                 }
             }
         };
         let discipline = policy.discipline();
-        if discipline.release_enters_queue(s) {
+        if discipline.release_enters_queue(s) && policy.release_may_admit(after) {
             self.release_slow(Wakes::of_release(policy, arg), discipline);
         }
     }
