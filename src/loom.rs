@@ -56,3 +56,47 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// What every loom model file uses: the bounded checker and a guarded cell.
+#[cfg(all(test, aqs_loom))]
+pub(crate) mod model {
+    use loom::cell::UnsafeCell;
+
+    /// Runs `f` under loom with at most `bound` preemptions per execution
+    /// (lowered further by `LOOM_MAX_PREEMPTIONS` if that is set and smaller).
+    pub(crate) fn check(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        let bound = builder.preemption_bound.map_or(bound, |env| env.min(bound));
+        builder.preemption_bound = Some(bound);
+        builder.check(f);
+    }
+
+    /// A cell a lock guards: a write that overlaps another access, or does
+    /// not happen-after the previous holder's unlock, is a loom causality
+    /// violation.
+    pub(crate) struct Guarded(UnsafeCell<usize>);
+
+    // SAFETY: accesses are supposed to be serialized by the lock under test;
+    // loom checks exactly that.
+    unsafe impl Sync for Guarded {}
+
+    impl Guarded {
+        pub(crate) fn new() -> Self {
+            Guarded(UnsafeCell::new(0))
+        }
+        /// A writer's access: counts one.
+        pub(crate) fn enter(&self) {
+            // SAFETY: see above; a racing access is a loom failure, not UB.
+            self.0.with_mut(|n| unsafe { *n += 1 });
+        }
+        /// A reader's access: returns the count.
+        pub(crate) fn read(&self) -> usize {
+            // SAFETY: as for `enter`.
+            self.0.with(|n| unsafe { *n })
+        }
+        /// The count, read after all threads were joined.
+        pub(crate) fn total(&self) -> usize {
+            self.read()
+        }
+    }
+}

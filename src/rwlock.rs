@@ -1,0 +1,698 @@
+//! Read-write locks: [`RawRwLock`] (writers may barge, readers defer to a
+//! queued writer) and [`RawFairRwLock`] (strict FIFO), both modes of the
+//! core in one queue, and the `lock_api` types over them.
+//!
+//! The value is the lock's free capacity, so that every acquire takes and
+//! every release adds (the core's `release_adds`):
+//!
+//! | value (without `HANDOFF`) | meaning |
+//! |---|---|
+//! | `FREE` (2^30) | nobody holds the lock |
+//! | `FREE - r`, 1 ≤ r ≤ `MAX_READERS` | `r` read holds (recursive ones count) |
+//! | 0 | a writer holds it |
+//!
+//! A read takes 1 and a write takes all of `FREE`; their releases add the
+//! same back. A queued batch of readers wakes together through shared
+//! propagation, and the core stops propagation at the next queued writer.
+//!
+//! Invariants (cited as W1 to W3):
+//!
+//! * **W1, one writer or readers.** A write acquire needs the value at
+//!   `FREE` and leaves 0; a read acquire needs at least 2 (not write-held,
+//!   not saturated) and takes 1. So readers never reach 0, and a writer
+//!   excludes everyone.
+//! * **W2, a handed-off lock is the first waiter's.** `unlock_exclusive_fair`
+//!   releases with `HANDOFF` (2^31) beside `FREE`. While it is set and
+//!   anyone is queued, no arrival acquires; every acquire clears it. It is
+//!   set only by a writer's release, when the value is 0, so it is never
+//!   added twice and the value never passes `FREE | HANDOFF`.
+//! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
+//!   `unsafe`). Debug builds check the mode before changing anything.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::queue::Acquired;
+use crate::queue::{self, Discipline, Policy, RawSync, TryAcquire};
+
+/// The value of an unheld lock: a write takes all of it, a read one unit.
+const FREE: u32 = 1 << 30;
+/// Set beside `FREE` by a fair write unlock (W2).
+const HANDOFF: u32 = 1 << 31;
+/// The most read holds at once, recursive ones included: a read needs a
+/// value of at least 2, so that readers never bring it to the writer's 0.
+pub(crate) const MAX_READERS: u32 = FREE - 1;
+
+/// The read-write lock's AQS hooks. `FAIR` is the discipline; a
+/// `RECURSIVE` read is taken whenever no writer holds, queue or not.
+pub(crate) struct RwPolicy<const FAIR: bool, const RECURSIVE: bool>;
+
+impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIVE> {
+    /// `others_queued` is, for the nonfair lock, whether a writer is first
+    /// in the queue (`shared_arrivals_defer_to_exclusive`).
+    #[inline]
+    fn try_acquire_shared(&self, value: u32, _arg: u32, others_queued: bool) -> Option<Acquired> {
+        let free = value & !HANDOFF;
+        if free < 2 || (others_queued && !RECURSIVE) {
+            return None;
+        }
+        Some(Acquired {
+            value: free - 1,
+            propagate: free > 2, // another read fits after this one
+        })
+    }
+
+    #[inline]
+    fn try_release_shared(&self, value: u32, arg: u32) -> u32 {
+        value + arg
+    }
+
+    #[inline]
+    fn try_acquire_exclusive(&self, value: u32, _arg: u32, others_queued: bool) -> Option<u32> {
+        let handed_off = value & HANDOFF != 0;
+        if value & !HANDOFF != FREE || (others_queued && (FAIR || handed_off)) {
+            return None;
+        }
+        Some(0)
+    }
+
+    #[inline]
+    fn try_release_exclusive(&self, value: u32, arg: u32) -> u32 {
+        value + arg
+    }
+
+    /// Every release adds back what its acquire took (W1, W2).
+    #[inline]
+    fn release_adds(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn discipline(&self) -> Discipline {
+        if FAIR {
+            Discipline::Fifo
+        } else {
+            Discipline::Barging
+        }
+    }
+
+    /// A FIFO read defers to anyone queued (the hook refuses on
+    /// `others_queued`); a nonfair one only to a writer first in line.
+    #[inline]
+    fn shared_arrivals_defer_to_exclusive(&self) -> bool {
+        !FAIR && !RECURSIVE
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn bad_unlock(what: &str) -> ! {
+    panic!("aqs: {what} (lock_api's `unlock` contract: only a holder unlocks)")
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn too_many_readers() -> ! {
+    panic!("aqs: a read lock was taken past its limit of {MAX_READERS} holds")
+}
+
+/// The lock of both raw types, generic over the discipline.
+pub(crate) struct RwCore<const FAIR: bool> {
+    pub(crate) sync: RawSync,
+}
+
+impl<const FAIR: bool> RwCore<FAIR> {
+    #[cfg(not(aqs_loom))]
+    const fn new() -> Self {
+        RwCore {
+            sync: RawSync::new(FREE),
+        }
+    }
+
+    #[cfg(aqs_loom)]
+    pub(crate) fn new() -> Self {
+        RwCore {
+            sync: RawSync::new(FREE),
+        }
+    }
+
+    /// A lock already held by `readers` readers; for tests of the limit.
+    #[cfg(all(test, not(aqs_loom)))]
+    pub(crate) const fn with_readers(readers: u32) -> Self {
+        RwCore {
+            sync: RawSync::new(FREE - readers),
+        }
+    }
+
+    fn value(&self) -> u32 {
+        queue::value_of(self.sync.state()) & !HANDOFF
+    }
+
+    /// Panics, changing nothing, if the read count is at its limit: a read
+    /// that queued there would wait for a reader to leave, which a recursive
+    /// reader never does.
+    #[inline]
+    fn check_read_limit(&self) {
+        if self.value() == 1 {
+            too_many_readers();
+        }
+    }
+
+    #[inline]
+    pub(crate) fn read(&self, deadline: Option<Instant>) -> bool {
+        // The first reader of an idle lock, as the hook would grant it (W1).
+        if self.sync.try_take_idle(FREE, FREE - 1)
+            || self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1) == TryAcquire::Acquired
+        {
+            return true;
+        }
+        self.check_read_limit();
+        self.sync
+            .acquire_shared(&RwPolicy::<FAIR, false>, 1, deadline)
+            .is_ok()
+    }
+
+    #[inline]
+    fn try_read(&self) -> bool {
+        let taken = self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1);
+        if taken != TryAcquire::Acquired {
+            self.check_read_limit();
+        }
+        taken == TryAcquire::Acquired
+    }
+
+    #[inline]
+    fn read_recursive(&self, deadline: Option<Instant>) -> bool {
+        if self.sync.try_acquire_shared(&RwPolicy::<FAIR, true>, 1) == TryAcquire::Acquired {
+            return true;
+        }
+        self.check_read_limit();
+        // Queued, a recursive read is an ordinary one: it can only have
+        // failed on a writer holding the lock, so this thread holds no read.
+        self.sync
+            .acquire_shared(&RwPolicy::<FAIR, true>, 1, deadline)
+            .is_ok()
+    }
+
+    #[inline]
+    fn try_read_recursive(&self) -> bool {
+        let taken = self.sync.try_acquire_shared(&RwPolicy::<FAIR, true>, 1);
+        if taken != TryAcquire::Acquired {
+            self.check_read_limit();
+        }
+        taken == TryAcquire::Acquired
+    }
+
+    #[inline]
+    pub(crate) fn write(&self, deadline: Option<Instant>) -> bool {
+        if self.sync.try_take_idle(FREE, 0) {
+            return true;
+        }
+        self.sync
+            .acquire_exclusive(&RwPolicy::<FAIR, false>, FREE, deadline)
+            .is_ok()
+    }
+
+    #[inline]
+    fn try_write(&self) -> bool {
+        self.sync.try_take_idle(FREE, 0)
+            || self
+                .sync
+                .try_acquire_exclusive(&RwPolicy::<FAIR, false>, FREE)
+                == TryAcquire::Acquired
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds a read lock (W3).
+    #[inline]
+    pub(crate) unsafe fn unlock_read(&self) {
+        if cfg!(debug_assertions) {
+            let v = self.value();
+            if v == 0 || v == FREE {
+                bad_unlock("a read lock was unlocked while no reader held it");
+            }
+        }
+        self.sync.release_shared(&RwPolicy::<FAIR, false>, 1);
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the write lock (W3).
+    #[inline]
+    pub(crate) unsafe fn unlock_write(&self, fair: bool) {
+        if cfg!(debug_assertions) && self.value() != 0 {
+            bad_unlock("a write lock was unlocked while no writer held it");
+        }
+        let release = if fair { FREE | HANDOFF } else { FREE };
+        self.sync
+            .release_exclusive(&RwPolicy::<FAIR, false>, release);
+    }
+
+    /// Turns the caller's write lock into a read lock: adds back all but
+    /// the one unit its read keeps, and wakes queued readers through the
+    /// head (a writer first in line wakes, finds readers, and sleeps again).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock (W3).
+    #[inline]
+    pub(crate) unsafe fn downgrade(&self) {
+        if cfg!(debug_assertions) && self.value() != 0 {
+            bad_unlock("a write lock was downgraded while no writer held it");
+        }
+        self.sync.release_shared(&RwPolicy::<FAIR, false>, FREE - 1);
+    }
+
+    fn is_locked(&self) -> bool {
+        self.value() != FREE
+    }
+
+    fn is_locked_exclusive(&self) -> bool {
+        self.value() == 0
+    }
+
+    /// The read holds now (0 while a writer holds); a snapshot.
+    fn readers(&self) -> u32 {
+        match self.value() {
+            0 => 0,
+            v => FREE - v,
+        }
+    }
+}
+
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    // A timeout past the clock's end waits without a deadline.
+    Instant::now().checked_add(timeout)
+}
+
+macro_rules! raw_rwlock {
+    ($(#[$doc:meta])* $name:ident, $fair:literal) => {
+        $(#[$doc])*
+        pub struct $name {
+            lock: RwCore<$fair>,
+        }
+
+        // SAFETY: W1: the hooks let a writer in only at `FREE` and readers
+        // only above 1, in the core's CAS, so a writer excludes everyone; the
+        // core's AcqRel RMWs make each release happen-before the acquires
+        // that use what it released. Guards may move between threads:
+        // unlocking needs no owner thread.
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLock for $name {
+            const INIT: Self = $name { lock: RwCore::new() };
+
+            type GuardMarker = lock_api::GuardSend;
+
+            #[inline]
+            fn lock_shared(&self) {
+                self.lock.read(None);
+            }
+
+            #[inline]
+            fn try_lock_shared(&self) -> bool {
+                self.lock.try_read()
+            }
+
+            #[inline]
+            unsafe fn unlock_shared(&self) {
+                // SAFETY: the caller holds a read lock (lock_api's contract).
+                unsafe { self.lock.unlock_read() }
+            }
+
+            #[inline]
+            fn lock_exclusive(&self) {
+                self.lock.write(None);
+            }
+
+            #[inline]
+            fn try_lock_exclusive(&self) -> bool {
+                self.lock.try_write()
+            }
+
+            #[inline]
+            unsafe fn unlock_exclusive(&self) {
+                // SAFETY: the caller holds the write lock (lock_api's contract).
+                unsafe { self.lock.unlock_write(false) }
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                self.lock.is_locked()
+            }
+
+            #[inline]
+            fn is_locked_exclusive(&self) -> bool {
+                self.lock.is_locked_exclusive()
+            }
+        }
+
+        // SAFETY: as for `RawRwLock`; a read unlock never hands off (the
+        // lock stays with other readers, or the release wakes the first
+        // waiter), and a write unlock hands off with `HANDOFF` (W2).
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLockFair for $name {
+            #[inline]
+            unsafe fn unlock_shared_fair(&self) {
+                // SAFETY: the caller holds a read lock.
+                unsafe { self.lock.unlock_read() }
+            }
+
+            #[inline]
+            unsafe fn unlock_exclusive_fair(&self) {
+                // SAFETY: the caller holds the write lock.
+                unsafe { self.lock.unlock_write(true) }
+            }
+        }
+
+        // SAFETY: the write lock becomes a read lock in one RMW, so nobody
+        // takes the write lock in between.
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLockDowngrade for $name {
+            #[inline]
+            unsafe fn downgrade(&self) {
+                // SAFETY: the caller holds the write lock.
+                unsafe { self.lock.downgrade() }
+            }
+        }
+
+        // SAFETY: as for `RawRwLock`; a recursive read is a read that
+        // ignores the queue, never a write.
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLockRecursive for $name {
+            #[inline]
+            fn lock_shared_recursive(&self) {
+                self.lock.read_recursive(None);
+            }
+
+            #[inline]
+            fn try_lock_shared_recursive(&self) -> bool {
+                self.lock.try_read_recursive()
+            }
+        }
+
+        // SAFETY: as above; a timed recursive read that returns false has
+        // left the queue and holds nothing.
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLockRecursiveTimed for $name {
+            #[inline]
+            fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
+                self.lock.read_recursive(deadline_after(timeout))
+            }
+
+            #[inline]
+            fn try_lock_shared_recursive_until(&self, deadline: Instant) -> bool {
+                self.lock.read_recursive(Some(deadline))
+            }
+        }
+
+        // SAFETY: as for `RawRwLock`; a timed lock that returns false has
+        // left the queue and holds nothing.
+        #[cfg(not(aqs_loom))]
+        unsafe impl lock_api::RawRwLockTimed for $name {
+            type Duration = Duration;
+            type Instant = Instant;
+
+            #[inline]
+            fn try_lock_shared_for(&self, timeout: Duration) -> bool {
+                self.lock.read(deadline_after(timeout))
+            }
+
+            #[inline]
+            fn try_lock_shared_until(&self, deadline: Instant) -> bool {
+                self.lock.read(Some(deadline))
+            }
+
+            #[inline]
+            fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
+                self.lock.write(deadline_after(timeout))
+            }
+
+            #[inline]
+            fn try_lock_exclusive_until(&self, deadline: Instant) -> bool {
+                self.lock.write(Some(deadline))
+            }
+        }
+
+        impl $name {
+            /// How many threads are queued waiting, readers and writers (a
+            /// snapshot). The JDK's `getQueueLength()`; reach it through
+            /// [`lock_api::RwLock::raw`].
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let lock = aqs::", stringify!($name), "::INIT;")]
+            /// assert_eq!(lock.queue_length(), 0);
+            /// # use lock_api::RawRwLock as _;
+            /// ```
+            pub fn queue_length(&self) -> usize {
+                queue::waiters_of(self.lock.sync.state()) as usize
+            }
+
+            /// How many read holds there are now, recursive ones counted
+            /// (a snapshot; 0 while a writer holds). The JDK's
+            /// `getReadLockCount()`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use lock_api::RawRwLock as _;
+            ///
+            #[doc = concat!("let lock = aqs::", stringify!($name), "::INIT;")]
+            /// lock.lock_shared();
+            /// assert_eq!(lock.read_count(), 1);
+            /// // SAFETY: this thread holds a read lock.
+            /// unsafe { lock.unlock_shared() };
+            /// ```
+            pub fn read_count(&self) -> usize {
+                self.lock.readers() as usize
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("write_locked", &self.lock.is_locked_exclusive())
+                    .field("readers", &self.lock.readers())
+                    .field("queued", &queue::waiters_of(self.lock.sync.state()))
+                    .finish()
+            }
+        }
+    };
+}
+
+raw_rwlock!(
+    /// A read-write lock on the queue core whose writers may barge: the raw
+    /// type of [`RwLock`], implementing `lock_api`'s `RawRwLock`,
+    /// `RawRwLockTimed`, `RawRwLockDowngrade`, `RawRwLockRecursive`,
+    /// `RawRwLockRecursiveTimed` and `RawRwLockFair`.
+    ///
+    /// # Fairness
+    ///
+    /// As the JDK's nonfair `ReentrantReadWriteLock`: an arriving writer
+    /// takes a free lock even while others are queued, and an arriving
+    /// reader joins the readers inside unless a writer is first in the
+    /// queue, so a stream of readers cannot starve a writer. Queued threads
+    /// are served in FIFO order; readers queued together wake together. A
+    /// recursive read (`read_recursive`) never waits behind a queued
+    /// writer, so a thread that already reads cannot deadlock taking a
+    /// second read.
+    ///
+    /// # Limits
+    ///
+    /// Read holds, recursive ones included, count up to 2^30 − 1
+    /// (1,073,741,823); a read past that panics and changes nothing. The
+    /// write lock is not reentrant. (The JDK kept 16 bits for each count
+    /// until it widened its state to 64 bits; here the counts share the
+    /// value's 32 bits: 30 for readers, one for the hand-off.)
+    ///
+    /// # Upgradable reads
+    ///
+    /// Not offered. An upgradable read is a third kind of hold, excluding
+    /// writers and other upgradable readers but not readers; the queue has
+    /// two modes, and a waiter that is neither would need its own
+    /// propagation rules. Take the write lock, or read and re-check after
+    /// taking the write lock.
+    ///
+    /// # Size
+    ///
+    /// 48 bytes, one core, as [`RawMutex`](crate::RawMutex).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lock_api::RawRwLock as _;
+    ///
+    /// let raw = aqs::RawRwLock::INIT;
+    /// raw.lock_shared();
+    /// assert!(raw.try_lock_shared());
+    /// assert!(!raw.try_lock_exclusive());
+    /// // SAFETY: this thread holds both read locks.
+    /// unsafe { raw.unlock_shared(); raw.unlock_shared() };
+    /// assert!(raw.try_lock_exclusive());
+    /// # unsafe { raw.unlock_exclusive() };
+    /// ```
+    RawRwLock,
+    false
+);
+
+raw_rwlock!(
+    /// A strict FIFO read-write lock on the queue core: the raw type of
+    /// [`FairRwLock`], with the traits of [`RawRwLock`].
+    ///
+    /// # Fairness
+    ///
+    /// While anyone is queued, nobody takes the lock out of turn, the
+    /// `try_` forms included: a reader arriving while a writer waits queues
+    /// behind it, as with the JDK's `new ReentrantReadWriteLock(true)`.
+    /// Readers queued together wake together, up to the next queued writer.
+    /// Only a recursive read (`read_recursive`) passes the queue, and only
+    /// while readers hold the lock, so that a thread that already reads
+    /// cannot deadlock behind a writer waiting for it.
+    ///
+    /// # Limits and size
+    ///
+    /// As [`RawRwLock`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use lock_api::RawRwLock as _;
+    ///
+    /// let raw = aqs::RawFairRwLock::INIT;
+    /// raw.lock_exclusive();
+    /// assert!(raw.is_locked_exclusive());
+    /// // SAFETY: this thread holds the write lock.
+    /// unsafe { raw.unlock_exclusive() };
+    /// assert!(!raw.is_locked());
+    /// ```
+    RawFairRwLock,
+    true
+);
+
+/// A read-write lock whose writers may barge and whose readers defer to a
+/// queued writer: `lock_api::RwLock` over [`RawRwLock`].
+///
+/// | JDK `ReentrantReadWriteLock` / Curator | `aqs` |
+/// |---|---|
+/// | `new ReentrantReadWriteLock()` | [`RwLock::new`](lock_api::RwLock::new) |
+/// | `new ReentrantReadWriteLock(true)` | [`FairRwLock::new`](lock_api::RwLock::new) |
+/// | `readLock().lock()` / `unlock()` | `read()` / dropping the guard |
+/// | `writeLock().lock()` / `unlock()` | `write()` / dropping the guard |
+/// | `readLock().tryLock()`, `tryLock(time, unit)` | `try_read()`, `try_read_for()`, `try_read_until()` |
+/// | `writeLock().tryLock()`, `tryLock(time, unit)` | `try_write()`, `try_write_for()`, `try_write_until()` |
+/// | a reentrant read | `read_recursive()` |
+/// | write lock, then read lock, then unlock the write lock | [`RwLockWriteGuard::downgrade`](lock_api::RwLockWriteGuard::downgrade) |
+/// | `isWriteLocked()`, `getReadLockCount()`, `getQueueLength()` | `is_locked_exclusive()`, [`RawRwLock::read_count`], [`RawRwLock::queue_length`] (through `raw()`) |
+/// | Curator `InterProcessReadWriteLock`: `readLock()`, `writeLock()` | [`FairRwLock`]: `read()`, `write()` (Curator's is FIFO) |
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::thread;
+///
+/// static CONFIG: aqs::RwLock<Vec<String>> = aqs::RwLock::new(Vec::new());
+///
+/// CONFIG.write().push("debug=false".into());
+/// let readers: Vec<_> = (0..4)
+///     .map(|_| thread::spawn(|| CONFIG.read().len()))
+///     .collect();
+/// for r in readers {
+///     assert_eq!(r.join().unwrap(), 1);
+/// }
+///
+/// let shared = Arc::new(aqs::RwLock::new(0));
+/// let w = shared.write();
+/// assert!(shared.try_read().is_none());
+/// let r = aqs::RwLockWriteGuard::downgrade(w); // keeps other writers out
+/// assert_eq!(*r, 0);
+/// ```
+#[cfg(not(aqs_loom))]
+pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
+
+/// The read guard of an [`RwLock`]; dropping it unlocks.
+#[cfg(not(aqs_loom))]
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
+
+/// The write guard of an [`RwLock`]; dropping it unlocks.
+#[cfg(not(aqs_loom))]
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
+
+/// A strict FIFO read-write lock: `lock_api::RwLock` over
+/// [`RawFairRwLock`]; the JDK's `new ReentrantReadWriteLock(true)`.
+///
+/// # Examples
+///
+/// ```
+/// static TABLE: aqs::FairRwLock<Vec<u32>> = aqs::FairRwLock::new(Vec::new());
+///
+/// TABLE.write().push(7);
+/// assert_eq!(TABLE.read()[0], 7);
+/// ```
+#[cfg(not(aqs_loom))]
+pub type FairRwLock<T> = lock_api::RwLock<RawFairRwLock, T>;
+
+/// The read guard of a [`FairRwLock`]; dropping it unlocks.
+#[cfg(not(aqs_loom))]
+pub type FairRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawFairRwLock, T>;
+
+/// The write guard of a [`FairRwLock`]; dropping it unlocks.
+#[cfg(not(aqs_loom))]
+pub type FairRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawFairRwLock, T>;
+
+#[cfg(all(test, not(aqs_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_past_the_limit_panics_and_changes_nothing() {
+        let lock = RwCore::<false>::with_readers(MAX_READERS - 1);
+        assert!(lock.try_read(), "the last read below the limit");
+        assert_eq!(lock.readers(), MAX_READERS);
+        for recursive in [false, true] {
+            let taken = std::panic::catch_unwind(|| {
+                if recursive {
+                    lock.try_read_recursive()
+                } else {
+                    lock.read(None)
+                }
+            });
+            let message = *taken
+                .expect_err("a read past the limit")
+                .downcast::<String>()
+                .unwrap();
+            assert!(message.contains("past its limit"), "{message}");
+            assert_eq!(lock.readers(), MAX_READERS, "the panic changed nothing");
+            assert_eq!(queue::waiters_of(lock.sync.state()), 0);
+        }
+        // SAFETY: a read is held.
+        unsafe { lock.unlock_read() };
+        assert!(lock.try_read(), "below the limit again");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "no reader held it")]
+    fn a_read_unlock_of_an_unheld_lock_panics_in_debug_builds() {
+        let lock = RwCore::<true>::new();
+        // SAFETY: deliberately broken: the debug check panics first.
+        unsafe { lock.unlock_read() };
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "no writer held it")]
+    fn a_write_unlock_while_reading_panics_in_debug_builds() {
+        let lock = RwCore::<false>::new();
+        assert!(lock.try_read());
+        // SAFETY: deliberately broken: the debug check panics first.
+        unsafe { lock.unlock_write(false) };
+    }
+}
+
+#[cfg(all(test, aqs_loom))]
+mod loom_models;

@@ -1,0 +1,264 @@
+//! Loom models of the read-write locks: both of the queue's modes in one
+//! queue. A writer against readers; a batch of readers queued behind a
+//! writer, woken together by its unlock; a downgrade while readers queue; a
+//! timed write that gives up during a hand-off; and a reader arriving while
+//! a writer waits first. Run with `bash scripts/loom.sh`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loom::thread;
+
+use super::{RwCore, FREE};
+use crate::loom::model::{check, Guarded};
+use crate::queue;
+
+fn assert_free<const FAIR: bool>(lock: &RwCore<FAIR>) {
+    let s = lock.sync.state();
+    assert_eq!(queue::value_of(s), FREE, "the lock was left held");
+    assert_eq!(queue::waiters_of(s), 0, "a waiter is still counted");
+    assert_eq!(
+        lock.sync.live_nodes(),
+        0,
+        "a queue node outlived its waiter"
+    );
+}
+
+/// Waits (yielding, which costs no preemption) until `n` threads queue.
+fn until_queued<const FAIR: bool>(lock: &RwCore<FAIR>, n: u32) {
+    while queue::waiters_of(lock.sync.state()) < n {
+        thread::yield_now();
+    }
+}
+
+/// Two readers and a writer (main) take the lock once each: the writer's
+/// write overlaps no read (W1), and every read after it happens-after it.
+/// Covers both modes' arrivals, queueing behind each other and the wake-up
+/// across modes. Bound 2, as the mutex's three contenders.
+fn writer_against_readers<const FAIR: bool>() {
+    check(2, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        let cell = Arc::new(Guarded::new());
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
+                thread::spawn(move || {
+                    assert!(lock.read(None));
+                    cell.read();
+                    // SAFETY: this thread holds a read lock.
+                    unsafe { lock.unlock_read() };
+                })
+            })
+            .collect();
+        assert!(lock.write(None));
+        cell.enter();
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(cell.total(), 1);
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn writer_against_readers_nonfair() {
+    writer_against_readers::<false>();
+}
+
+#[test]
+fn writer_against_readers_fair() {
+    writer_against_readers::<true>();
+}
+
+/// Main holds the write lock; two readers queue, then a writer behind
+/// them. Main's unlock must let both readers in as one batch (the first
+/// reader's acquire propagates to the second), and the writer after them.
+/// A lost propagation leaves a reader asleep: loom's deadlock. The readers
+/// each wait for the other inside the lock, so they must hold it together.
+/// Bound 1: the queue order is set up by waiting on the count, and one
+/// preemption places the unlock against a waiter's arming.
+fn readers_batch_behind_a_writer<const FAIR: bool>() {
+    check(1, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        let inside = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        assert!(lock.write(None));
+        let readers: Vec<_> = (0..2)
+            .map(|i| {
+                let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
+                if i == 1 {
+                    until_queued(&lock, 1);
+                }
+                thread::spawn(move || {
+                    assert!(lock.read(None));
+                    inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    // Together: the other reader is in, or comes in.
+                    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+                        thread::yield_now();
+                    }
+                    // SAFETY: this thread holds a read lock.
+                    unsafe { lock.unlock_read() };
+                })
+            })
+            .collect();
+        until_queued(&lock, 2);
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.write(None));
+                // SAFETY: this thread holds the write lock.
+                unsafe { lock.unlock_write(false) };
+            })
+        };
+        until_queued(&lock, 3);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        for r in readers {
+            r.join().unwrap();
+        }
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn readers_batch_behind_a_writer_nonfair() {
+    readers_batch_behind_a_writer::<false>();
+}
+
+#[test]
+fn readers_batch_behind_a_writer_fair() {
+    readers_batch_behind_a_writer::<true>();
+}
+
+/// Main holds the write lock while a reader queues, then downgrades: the
+/// queued reader must get in beside main's read (a downgrade wakes queued
+/// readers), which it shows by waiting, inside, for main to see it. A
+/// downgrade that skipped the queue leaves the reader asleep: deadlock.
+/// Bound 2.
+fn downgrade_while_readers_queue<const FAIR: bool>() {
+    check(2, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        assert!(lock.write(None));
+        let reader = {
+            let (lock, entered) = (Arc::clone(&lock), Arc::clone(&entered));
+            thread::spawn(move || {
+                assert!(lock.read(None));
+                entered.store(true, std::sync::atomic::Ordering::SeqCst);
+                // SAFETY: this thread holds a read lock.
+                unsafe { lock.unlock_read() };
+            })
+        };
+        until_queued(&lock, 1);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.downgrade() };
+        // Main still reads, so the reader's entry proves they share.
+        while !entered.load(std::sync::atomic::Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        // SAFETY: main holds a read lock.
+        unsafe { lock.unlock_read() };
+        reader.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn downgrade_while_readers_queue_nonfair() {
+    downgrade_while_readers_queue::<false>();
+}
+
+#[test]
+fn downgrade_while_readers_queue_fair() {
+    downgrade_while_readers_queue::<true>();
+}
+
+/// Main reads while a timed writer (it may time out at any moment under
+/// loom) and an untimed reader arrive; main unlocks. When the writer is
+/// queued first, the reader queues behind it (it defers to a writer first
+/// in line), so the writer's departure must pass the wake-up on. Whatever
+/// the writer does, the reader gets in, and nothing is left held or
+/// queued. Bound 2, as the mutex's timed lock. (No waiting for the writer
+/// to queue: it may time out before it ever does.)
+fn timed_write_gives_up_during_hand_off<const FAIR: bool>() {
+    check(2, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        assert!(lock.read(None));
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                if lock.write(Some(Instant::now() + Duration::from_secs(1))) {
+                    // SAFETY: this thread holds the write lock.
+                    unsafe { lock.unlock_write(false) };
+                }
+            })
+        };
+        let reader = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.read(None));
+                // SAFETY: this thread holds a read lock.
+                unsafe { lock.unlock_read() };
+            })
+        };
+        // SAFETY: main holds a read lock.
+        unsafe { lock.unlock_read() };
+        writer.join().unwrap();
+        reader.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn timed_write_gives_up_during_hand_off_nonfair() {
+    timed_write_gives_up_during_hand_off::<false>();
+}
+
+#[test]
+fn timed_write_gives_up_during_hand_off_fair() {
+    timed_write_gives_up_during_hand_off::<true>();
+}
+
+/// Main reads; a writer queues first; an arriving reader must not pass it,
+/// in either mode (the nonfair lock's readers defer to a writer first in
+/// line). Bound 0: the arrangement is fixed; what is checked is the
+/// arrival's look at the queue.
+fn arriving_reader_defers_to_a_queued_writer<const FAIR: bool>() {
+    check(0, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        assert!(lock.read(None));
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.write(None));
+                // SAFETY: this thread holds the write lock.
+                unsafe { lock.unlock_write(false) };
+            })
+        };
+        until_queued(&lock, 1);
+        assert!(!lock.try_read(), "a reader passed a queued writer");
+        assert!(
+            lock.try_read_recursive(),
+            "a recursive read never waits for a queued writer"
+        );
+        // SAFETY: main holds two reads.
+        unsafe {
+            lock.unlock_read();
+            lock.unlock_read();
+        }
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[test]
+fn arriving_reader_defers_to_a_queued_writer_nonfair() {
+    arriving_reader_defers_to_a_queued_writer::<false>();
+}
+
+#[test]
+fn arriving_reader_defers_to_a_queued_writer_fair() {
+    arriving_reader_defers_to_a_queued_writer::<true>();
+}

@@ -1,0 +1,401 @@
+//! Behaviour of `RwLock` and `FairRwLock` (and their raw types), in the
+//! JSR-166 TCK's `ReentrantReadWriteLockTest` spirit: readers share and a
+//! writer excludes, timed locks, FIFO order of the fair lock, readers
+//! deferring to a queued writer, recursive reads, downgrade, the fair
+//! unlock, a batch of readers woken together, and a writer that a stream of
+//! readers cannot starve. Every blocking wait is bounded.
+
+#![cfg(not(aqs_loom))]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Barrier, Mutex as StdMutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use aqs::{FairRwLock, RawFairRwLock, RawRwLock, RwLock};
+use common::{join_bounded, wait_until, BOUND};
+
+type Lock<R> = lock_api::RwLock<R, u64>;
+
+fn queued<R: Raw, T>(lock: &lock_api::RwLock<R, T>) -> usize {
+    // SAFETY: only reads the raw lock's state.
+    R::queue_length(unsafe { lock.raw() })
+}
+
+/// What the tests need of both raw types beyond `lock_api`.
+trait Raw:
+    lock_api::RawRwLockTimed<Duration = Duration, Instant = Instant>
+    + lock_api::RawRwLockFair
+    + lock_api::RawRwLockRecursive
+    + lock_api::RawRwLockDowngrade
+    + Send
+    + Sync
+    + 'static
+{
+    fn queue_length(&self) -> usize;
+    fn read_count(&self) -> usize;
+}
+
+impl Raw for RawRwLock {
+    fn queue_length(&self) -> usize {
+        RawRwLock::queue_length(self)
+    }
+    fn read_count(&self) -> usize {
+        RawRwLock::read_count(self)
+    }
+}
+
+impl Raw for RawFairRwLock {
+    fn queue_length(&self) -> usize {
+        RawFairRwLock::queue_length(self)
+    }
+    fn read_count(&self) -> usize {
+        RawFairRwLock::read_count(self)
+    }
+}
+
+/// Both kinds, one test body.
+macro_rules! both {
+    ($body:ident) => {
+        mod $body {
+            #[test]
+            fn nonfair() {
+                super::$body::<aqs::RawRwLock>();
+            }
+            #[test]
+            fn fair() {
+                super::$body::<aqs::RawFairRwLock>();
+            }
+        }
+    };
+}
+
+/// Writers increment, readers check the value is never seen half-written
+/// (two words that a writer changes together): no lost update, no torn read.
+fn writers_exclude_and_readers_see_whole_writes<R: Raw>() {
+    let (writers, readers, rounds) = if cfg!(miri) {
+        (2, 2, 20)
+    } else {
+        (4, 4, 2_000)
+    };
+    let lock = Arc::new(lock_api::RwLock::<R, (u64, u64)>::new((0, 0)));
+    let threads: Vec<_> = (0..writers + readers)
+        .map(|i| {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                for _ in 0..rounds {
+                    if i < writers {
+                        let mut g = lock.write();
+                        let v = g.0;
+                        std::hint::black_box(&v);
+                        *g = (v + 1, v + 1);
+                    } else {
+                        let g = lock.read();
+                        assert_eq!(g.0, g.1, "a read saw a write half done");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        join_bounded(t);
+    }
+    assert_eq!(*lock.read(), (writers * rounds, writers * rounds));
+    assert!(!lock.is_locked());
+}
+both!(writers_exclude_and_readers_see_whole_writes);
+
+/// Readers share: two threads hold read locks at once (each waits, inside,
+/// for the other); a writer cannot get in meanwhile.
+fn readers_share_and_exclude_writers<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let both_in = Arc::new(Barrier::new(2));
+    let other = {
+        let (lock, both_in) = (Arc::clone(&lock), Arc::clone(&both_in));
+        thread::spawn(move || {
+            let _r = lock.read();
+            both_in.wait();
+            both_in.wait();
+        })
+    };
+    let r = lock.read();
+    both_in.wait();
+    // SAFETY: reads the state only.
+    assert_eq!(unsafe { lock.raw() }.read_count(), 2);
+    assert!(lock.try_write().is_none(), "a writer got in beside readers");
+    assert!(lock.try_write_for(Duration::from_millis(5)).is_none());
+    both_in.wait();
+    drop(r);
+    join_bounded(other);
+    assert!(lock.try_write().is_some());
+}
+both!(readers_share_and_exclude_writers);
+
+/// A held write lock keeps readers and writers out, also with timeouts;
+/// after the unlock both get in.
+fn writer_excludes_everyone<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let w = lock.write();
+    let probe = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || {
+            (
+                lock.try_read().is_none(),
+                lock.try_write().is_none(),
+                lock.try_read_for(Duration::from_millis(5)).is_none(),
+                lock.try_write_until(Instant::now() + Duration::from_millis(5))
+                    .is_none(),
+            )
+        })
+    };
+    assert_eq!(join_bounded(probe), (true, true, true, true));
+    assert!(lock.is_locked_exclusive());
+    drop(w);
+    assert!(lock.try_read().is_some());
+    assert!(lock.try_write().is_some());
+    assert_eq!(queued(&lock), 0, "timed-out waiters left the queue");
+}
+both!(writer_excludes_everyone);
+
+/// Readers arriving while a writer waits first in line queue behind it, in
+/// both kinds; the recursive read does not (a reader that already holds
+/// cannot deadlock behind the writer that waits for it).
+fn arriving_readers_defer_to_a_queued_writer<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let r = lock.read();
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.write() += 1)
+    };
+    wait_until("the writer queues", || queued(&lock) == 1);
+    let reader_in = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (lock, reader_in) = (Arc::clone(&lock), Arc::clone(&reader_in));
+        thread::spawn(move || {
+            let g = lock.read();
+            reader_in.store(true, SeqCst);
+            *g
+        })
+    };
+    wait_until("the reader queues behind the writer", || queued(&lock) == 2);
+    assert!(!reader_in.load(SeqCst), "a reader passed a queued writer");
+    assert!(lock.try_read().is_none(), "try_read passed a queued writer");
+    let again = lock.read_recursive();
+    assert_eq!(*again, 0);
+    drop(again);
+    drop(r);
+    join_bounded(writer);
+    assert_eq!(join_bounded(reader), 1, "the reader came after the writer");
+}
+both!(arriving_readers_defer_to_a_queued_writer);
+
+/// The fair lock serves readers and writers in arrival order: W R R W R,
+/// queued behind a held write lock, enter as W, {R R}, W, R.
+#[test]
+fn fair_lock_serves_in_arrival_order() {
+    let lock = Arc::new(FairRwLock::new(()));
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let held = lock.write();
+    let mut threads = Vec::new();
+    for (i, writer) in [true, false, false, true, false].into_iter().enumerate() {
+        let (l, order) = (Arc::clone(&lock), Arc::clone(&order));
+        threads.push(thread::spawn(move || {
+            if writer {
+                let _g = l.write();
+                order.lock().unwrap().push(format!("W{i}"));
+            } else {
+                let _g = l.read();
+                order.lock().unwrap().push(format!("R{i}"));
+            }
+        }));
+        wait_until("the thread queues", || queued(&lock) == i + 1);
+    }
+    drop(held);
+    for t in threads {
+        join_bounded(t);
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order[0], "W0");
+    let mut batch = order[1..3].to_vec();
+    batch.sort();
+    assert_eq!(batch, ["R1", "R2"], "{order:?}");
+    assert_eq!(&order[3..], ["W3", "R4"], "{order:?}");
+}
+
+/// A write unlock wakes every reader queued behind it as one batch: all
+/// are inside together (each waits, inside, for all the others).
+fn readers_queued_behind_a_writer_wake_together<R: Raw>() {
+    let n = if cfg!(miri) { 3 } else { 6 };
+    let lock = Arc::new(Lock::<R>::new(0));
+    let w = lock.write();
+    let inside = Arc::new(Barrier::new(n));
+    let readers: Vec<_> = (0..n)
+        .map(|_| {
+            let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
+            thread::spawn(move || {
+                let _r = lock.read();
+                inside.wait(); // every reader holds at once
+            })
+        })
+        .collect();
+    wait_until("every reader queues", || queued(&lock) == n);
+    drop(w);
+    for r in readers {
+        join_bounded(r);
+    }
+    assert!(!lock.is_locked());
+}
+both!(readers_queued_behind_a_writer_wake_together);
+
+/// Downgrade: the write lock becomes a read lock with no gap; queued readers
+/// come in beside it, writers stay out until it is dropped.
+fn downgrade_lets_readers_in_and_keeps_writers_out<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let mut w = lock.write();
+    *w = 7;
+    let reader = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.read())
+    };
+    wait_until("the reader queues", || queued(&lock) == 1);
+    let r = lock_api::RwLockWriteGuard::downgrade(w);
+    assert_eq!(
+        join_bounded(reader),
+        7,
+        "the queued reader came in beside the downgraded lock"
+    );
+    assert!(lock.try_write().is_none());
+    assert_eq!(*r, 7);
+    drop(r);
+    assert!(lock.try_write().is_some());
+}
+both!(downgrade_lets_readers_in_and_keeps_writers_out);
+
+/// `unlock_exclusive_fair` hands the lock to the queued waiter: an arrival
+/// cannot take it first, even on the nonfair lock.
+fn fair_unlock_hands_off<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let w = lock.write();
+    let waiter = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || {
+            let mut g = lock.write();
+            *g += 1;
+            thread::sleep(Duration::from_millis(1));
+        })
+    };
+    wait_until("the waiter queues", || queued(&lock) == 1);
+    lock_api::RwLockWriteGuard::unlock_fair(w);
+    // Until the waiter has taken it, arrivals fail; once it has, the value
+    // shows its write.
+    loop {
+        if let Some(g) = lock.try_write() {
+            assert_eq!(*g, 1, "an arrival took a lock handed to the waiter");
+            break;
+        }
+        assert!(!waiter.is_finished() || lock.try_write().is_some());
+        thread::yield_now();
+    }
+    join_bounded(waiter);
+}
+both!(fair_unlock_hands_off);
+
+/// Under a continuous stream of readers (always at least one inside), a
+/// writer still gets the nonfair lock: readers arriving after it defer to
+/// it. The wait is bounded; how long it takes is a benchmark's business.
+#[test]
+fn a_stream_of_readers_does_not_starve_a_writer() {
+    let lock = Arc::new(RwLock::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, stop) = (Arc::clone(&lock), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(SeqCst) {
+                    let g = lock.read();
+                    reads += *g + 1;
+                    thread::sleep(Duration::from_micros(200));
+                    drop(g);
+                }
+                reads
+            })
+        })
+        .collect();
+    wait_until("readers are reading", || lock.is_locked());
+    let got = lock.try_write_for(BOUND);
+    assert!(got.is_some(), "a writer starved behind a stream of readers");
+    drop(got);
+    stop.store(true, SeqCst);
+    for r in readers {
+        join_bounded(r);
+    }
+}
+
+/// Timed-out waiters of both modes leave the queue and hold nothing.
+fn timed_out_waiters_leave_cleanly<R: Raw>() {
+    let lock = Arc::new(Lock::<R>::new(0));
+    let timeouts = Arc::new(AtomicUsize::new(0));
+    let w = lock.write();
+    let waiters: Vec<_> = (0..4)
+        .map(|i| {
+            let (lock, timeouts) = (Arc::clone(&lock), Arc::clone(&timeouts));
+            thread::spawn(move || {
+                let got = if i % 2 == 0 {
+                    lock.try_read_for(Duration::from_millis(20)).is_some()
+                } else {
+                    lock.try_write_for(Duration::from_millis(20)).is_some()
+                };
+                if !got {
+                    timeouts.fetch_add(1, SeqCst);
+                }
+            })
+        })
+        .collect();
+    for t in waiters {
+        join_bounded(t);
+    }
+    assert_eq!(timeouts.load(SeqCst), 4);
+    assert_eq!(queued(&lock), 0);
+    drop(w);
+    assert!(lock.try_write().is_some(), "nothing was left held");
+}
+both!(timed_out_waiters_leave_cleanly);
+
+#[test]
+fn statics_raw_sizes_and_debug() {
+    static CONFIG: RwLock<u32> = RwLock::new(1);
+    static FAIR: FairRwLock<u32> = FairRwLock::new(2);
+    assert_eq!(*CONFIG.read() + *FAIR.read(), 3);
+    assert_eq!(std::mem::size_of::<RawRwLock>(), 48);
+    assert_eq!(std::mem::size_of::<RawFairRwLock>(), 48);
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<RawRwLock>();
+    send_sync::<aqs::RwLockWriteGuard<'static, u32>>();
+    send_sync::<aqs::FairRwLockReadGuard<'static, u32>>();
+    let g = CONFIG.write();
+    // SAFETY: reads the state only.
+    let shown = format!("{:?}", unsafe { CONFIG.raw() });
+    assert!(shown.contains("write_locked: true"), "{shown}");
+    drop(g);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+fn unlocking_an_unheld_raw_lock_panics_in_debug_builds() {
+    use lock_api::{RawRwLock as _, RawRwLockFair as _};
+
+    let raw = RawRwLock::INIT;
+    // SAFETY: deliberately broken: the debug check panics before changing anything.
+    let r = std::panic::catch_unwind(|| unsafe { raw.unlock_exclusive() });
+    assert!(r.is_err());
+    // SAFETY: as above.
+    let r = std::panic::catch_unwind(|| unsafe { raw.unlock_shared_fair() });
+    assert!(r.is_err());
+    assert!(!raw.is_locked(), "the panics changed nothing");
+    assert!(raw.try_lock_exclusive());
+    // SAFETY: held.
+    unsafe { raw.unlock_exclusive() };
+}
