@@ -2,10 +2,17 @@
 //! one atomic state word, a lock-free CLH wait queue run by the protocol of
 //! Java's `AbstractQueuedSynchronizer` (AQS), and small synchronizers on top.
 //!
-//! Today the crate offers a counting [`Semaphore`], fair (strict FIFO) or
-//! nonfair (barging), with RAII permits and an API that follows tokio's
-//! `Semaphore` where the two overlap, but blocks the calling thread instead
-//! of returning futures.
+//! The family, each fair (strict FIFO) or barging where that applies:
+//!
+//! * [`Semaphore`]: counting permits with RAII guards, in tokio's shape
+//!   but blocking the calling thread;
+//! * [`Mutex`], [`FairMutex`], [`ReentrantMutex`] and [`Condvar`], through
+//!   `lock_api`, as the JDK's `ReentrantLock` and its `Condition`;
+//! * [`RwLock`] and [`FairRwLock`], through `lock_api`, as the JDK's
+//!   `ReentrantReadWriteLock`: both of the queue's modes in one queue;
+//! * [`CountDownLatch`], the JDK's one-shot gate;
+//! * [`lock_all`]: several locks all or nothing, in one global order
+//!   (Curator's `InterProcessMultiLock`, in one process).
 //!
 //! * An uncontended acquire or release is one compare-and-swap on the state
 //!   word and never touches the queue or allocates.
@@ -54,14 +61,19 @@ compile_error!("aqs needs 64-bit atomics (its state word is an AtomicU64)");
 
 mod condvar;
 mod error;
+mod latch;
 mod loom;
 // The loom build has no `lock_api` impls (loom's atomics are not `const`, and
 // `RawMutex::INIT` must be): only the mutex's loom models use its lock.
+#[cfg(not(aqs_loom))]
+mod multi;
 #[cfg_attr(aqs_loom, allow(dead_code))]
 mod mutex;
 mod park;
 mod permit;
 mod queue;
+#[cfg_attr(aqs_loom, allow(dead_code))]
+mod rwlock;
 mod semaphore;
 mod spin;
 
@@ -69,12 +81,23 @@ pub use condvar::WaitTimeoutResult;
 #[cfg(not(aqs_loom))]
 pub use condvar::{Condvar, CondvarMutex};
 pub use error::{AcquireError, TryAcquireError};
+pub use latch::CountDownLatch;
+#[cfg(not(aqs_loom))]
+pub use multi::{
+    lock_all, try_lock_all_for, try_lock_all_until, LockSet, Lockable, MultiGuard, Write,
+};
 #[cfg(not(aqs_loom))]
 pub use mutex::{
     FairMutex, FairMutexGuard, Mutex, MutexGuard, ReentrantMutex, ReentrantMutexGuard,
 };
 pub use mutex::{RawFairMutex, RawMutex, RawThreadId};
 pub use permit::{OwnedSemaphorePermit, SemaphorePermit};
+#[cfg(not(aqs_loom))]
+pub use rwlock::{
+    FairRwLock, FairRwLockReadGuard, FairRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockWriteGuard,
+};
+pub use rwlock::{RawFairRwLock, RawRwLock};
 pub use semaphore::Semaphore;
 
 /// The README's examples, compiled and run as doc tests.
