@@ -524,7 +524,7 @@ impl Waiter<'_> {
                 let ahead = (!first).then(|| sync.need_ahead(me, guard));
                 match sync.try_acquire_queued(policy, self.mode, self.arg, ahead) {
                     Queued::Acquired(propagate) if first => {
-                        sync.set_head_and_propagate(self.node, pred, propagate, discipline, guard);
+                        sync.set_head_and_propagate(policy, self.node, pred, propagate, guard);
                         // SAFETY: R1: `head` now names our node and we cleared
                         // our `prev`; we are the old head's only successor, so
                         // no link leads to it and nobody else retires it.

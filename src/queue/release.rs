@@ -5,7 +5,7 @@
 use std::ptr;
 
 use super::node::{Node, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
-use super::policy::{try_release, Discipline, Mode, Policy, WakeBudget, Wakes};
+use super::policy::{try_acquire, try_release, Discipline, Mode, Policy, WakeBudget, Wakes};
 use super::reclaim::Guard;
 use super::state::{value_delta, value_of, with_value, ARMED};
 use super::RawSync;
@@ -72,14 +72,15 @@ impl RawSync {
 
     /// Makes `node` the head and wakes the next waiter if a following acquire
     /// may succeed, or if a release is pending (JDK-6801020).
-    pub(super) fn set_head_and_propagate(
+    pub(super) fn set_head_and_propagate<P: Policy + ?Sized>(
         &self,
+        policy: &P,
         node: *mut Node,
         pred: *mut Node,
         propagate: bool,
-        discipline: Discipline,
         guard: &Guard<'_>,
     ) {
+        let discipline = policy.discipline();
         // SAFETY: N1: our own node, and our predecessor.
         let (me, old) = unsafe { (guard.node(node), guard.node(pred)) };
         self.head.store(node, Release);
@@ -91,16 +92,18 @@ impl RawSync {
         // and retries on the new head.
         let old_status = old.status.swap(PASSED, AcqRel);
         let go = (propagate && Self::propagates_to_successor(me, guard)) || {
-            // Wake the successor only if there is value to take *now*, and a
+            // Wake the successor only if it could take the value *now*, and a
             // status says a waiter or a release may need it: the old head's
             // (a release left PROPAGATE there or cleared its SIGNAL), or our
             // own (SIGNAL: a successor parks; PROPAGATE: a release found us
             // already head with nobody to wake). The value load must come
             // after both RMWs: each reads any release whose RMW on that
             // status came first, so the load sees that release's value. With
-            // nothing left, what it released was taken already (by us, or by
-            // a waiter woken out of turn), and a release after our RMWs finds
-            // our SIGNAL and wakes the successor itself. (JDK 8 propagates on
+            // nothing there for the successor, what was released was taken
+            // already (by us, or by a waiter woken out of turn) or is too
+            // little for it (a writer behind readers), and a release after
+            // our RMWs finds our SIGNAL and wakes the successor itself.
+            // (JDK 8 propagates on
             // any such status alone, which wakes the successor after every
             // queued acquire for nothing: `docs/design.md`.)
             let own = me.status.fetch_or(0, AcqRel);
@@ -112,7 +115,7 @@ impl RawSync {
             let armed = (own == SIGNAL && discipline.uses_armed_bit())
                 .then(|| self.state.fetch_or(ARMED, AcqRel));
             let value = value_of(armed.unwrap_or_else(|| self.state.load(Acquire)));
-            marked && value > 0
+            marked && Self::successor_could_take(policy, me, value, guard)
         };
         if go {
             self.do_release_shared(Wakes::First, discipline, guard);
@@ -126,6 +129,27 @@ impl RawSync {
         let next = me.next.load(Acquire);
         // SAFETY: R5: a `next` link loaded inside the guard.
         next.is_null() || unsafe { guard.node(next) }.mode == Mode::Shared
+    }
+
+    /// Whether the waiter after `me` could take from `value` as first in
+    /// line. Where that cannot be told (no successor linked yet, or a
+    /// cancelled one, behind which anyone may wait), whether there is any
+    /// value at all.
+    fn successor_could_take<P: Policy + ?Sized>(
+        policy: &P,
+        me: &Node,
+        value: u32,
+        guard: &Guard<'_>,
+    ) -> bool {
+        let next = me.next.load(Acquire);
+        if !next.is_null() {
+            // SAFETY: R5: a `next` link loaded inside the guard.
+            let succ = unsafe { guard.node(next) };
+            if succ.status.load(Acquire) != CANCELLED {
+                return try_acquire(policy, succ.mode, value, succ.need, false).is_some();
+            }
+        }
+        value > 0
     }
 
     /// Wakes the head's successor, or leaves PROPAGATE on the head so that the
