@@ -36,6 +36,7 @@ dropped='Causality violation|a synchronizer was used after it was dropped'
 # causality violation) or unlocks a lock it does not hold, so that the next
 # lock() never returns (loom's deadlock) or the lock is left held.
 unheld='Causality violation|the lock was left held|deadlock; threads ='
+passed='a reader passed a queued writer'
 mutants=(
   "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
   "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
@@ -56,6 +57,10 @@ mutants=(
   "transfer_no_recheck|condvar::loom_models::notify_one_after_unlock_nonfair|$deadlock"
   "timeout_no_reacquire|condvar::loom_models::timed_wait_races_notify|$unheld"
   "transfer_store_early|condvar::loom_models::notifier_is_done_before_the_waiter_returns|$dropped"
+  "reader_passes_writer|rwlock::loom_models::arriving_reader_defers_to_a_queued_writer_nonfair|$passed"
+  "fair_reader_barges|rwlock::loom_models::arriving_reader_defers_to_a_queued_writer_fair|$passed"
+  "downgrade_no_wake|rwlock::loom_models::downgrade_while_readers_queue_fair|$deadlock"
+  "latch_last_skips_queue|latch::loom_models::last_count_down_wakes_two_waiters|$deadlock"
 )
 
 # Every patch file has a row above, and every row a patch file.

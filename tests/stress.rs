@@ -709,3 +709,163 @@ fn mutex_mixed_locking_barging() {
 fn mutex_mixed_locking_fair() {
     mutex_mixed_locking::<aqs::RawFairMutex>();
 }
+
+/// Many threads read, write, try and time-lock one read-write lock, some
+/// downgrading, some unlocking fairly, some reading recursively: a pair of
+/// words that writers change together is never seen torn, and no write is
+/// lost.
+fn rwlock_mixed_locking<R>()
+where
+    R: lock_api::RawRwLockTimed<Duration = Duration>
+        + lock_api::RawRwLockFair
+        + lock_api::RawRwLockDowngrade
+        + lock_api::RawRwLockRecursive
+        + Send
+        + Sync
+        + 'static,
+{
+    let n = threads(6);
+    let rounds = iters(3_000, 20);
+    let lock = Arc::new(lock_api::RwLock::<R, (usize, usize)>::new((0, 0)));
+    let l2 = Arc::clone(&lock);
+    let written = run(n, move |t| {
+        let mut mine = 0;
+        for i in 0..rounds {
+            match (t + i) % 6 {
+                0 | 1 => {
+                    let g = if i % 2 == 0 {
+                        Some(l2.read())
+                    } else {
+                        l2.try_read_for(Duration::from_micros((i % 40) as u64))
+                    };
+                    if let Some(g) = g {
+                        assert_eq!(g.0, g.1, "a read saw a write half done");
+                    }
+                }
+                2 => {
+                    let g = l2.read_recursive();
+                    assert_eq!(g.0, g.1, "a recursive read saw a write half done");
+                }
+                3 => {
+                    let Some(mut g) = l2.try_write_for(Duration::from_micros((i % 40) as u64))
+                    else {
+                        continue;
+                    };
+                    let v = g.0;
+                    std::hint::black_box(&v);
+                    *g = (v + 1, v + 1);
+                    mine += 1;
+                    lock_api::RwLockWriteGuard::unlock_fair(g);
+                }
+                4 => {
+                    let mut g = l2.write();
+                    let v = g.0;
+                    *g = (v + 1, v + 1);
+                    mine += 1;
+                    let r = lock_api::RwLockWriteGuard::downgrade(g);
+                    assert_eq!(r.0, r.1);
+                }
+                _ => {
+                    if let Some(mut g) = l2.try_write() {
+                        let v = g.0;
+                        *g = (v + 1, v + 1);
+                        mine += 1;
+                    }
+                }
+            }
+        }
+        mine
+    });
+    let total: usize = written.iter().sum();
+    assert_eq!(*lock.read(), (total, total), "a write was lost");
+    assert!(!lock.is_locked());
+}
+
+#[test]
+fn rwlock_mixed_locking_nonfair() {
+    rwlock_mixed_locking::<aqs::RawRwLock>();
+}
+
+#[test]
+fn rwlock_mixed_locking_fair() {
+    rwlock_mixed_locking::<aqs::RawFairRwLock>();
+}
+
+/// Rounds of one latch each: waiters (some timed, some not) against the
+/// count-downs of other threads; every untimed waiter returns, and a timed
+/// one that reports the latch open saw a count of zero.
+#[test]
+fn latch_count_downs_race_waiters() {
+    let rounds = iters(300, 4);
+    for _ in 0..rounds {
+        // Every third thread counts down: the latch opens during the round.
+        let n = threads(6);
+        let latch = Arc::new(aqs::CountDownLatch::new(n.div_ceil(3)));
+        let l2 = Arc::clone(&latch);
+        let opened = run(n, move |t| match t % 3 {
+            0 => {
+                l2.count_down();
+                true
+            }
+            1 => {
+                l2.wait();
+                true
+            }
+            _ => {
+                let open = l2.wait_for(Duration::from_micros(30));
+                assert!(!open || l2.count() == 0);
+                open || l2.wait_for(generous())
+            }
+        });
+        assert!(
+            opened.iter().all(|o| *o),
+            "a waiter missed the last count-down"
+        );
+        latch.count_down(); // at zero: no change
+        assert_eq!(latch.count(), 0);
+        assert_eq!(latch.queue_length(), 0);
+    }
+}
+
+/// Threads lock overlapping pairs and triples of four mutexes in their own
+/// orders, some with deadlines: no deadlock, no lost update, and a timed
+/// call that fails leaves nothing held.
+#[test]
+fn lock_all_overlapping_sets() {
+    let rounds = iters(2_000, 10);
+    let locks = Arc::new([
+        aqs::Mutex::new(0usize),
+        aqs::Mutex::new(0),
+        aqs::Mutex::new(0),
+        aqs::Mutex::new(0),
+    ]);
+    let l2 = Arc::clone(&locks);
+    let taken = run(threads(4), move |t| {
+        let mut mine = [0usize; 4];
+        for i in 0..rounds {
+            let set: Vec<usize> = match (t + i) % 4 {
+                0 => vec![0, 1],
+                1 => vec![3, 2, 1],
+                2 => vec![2, 0],
+                _ => vec![1, 3, 0, 2],
+            };
+            let members = set.iter().map(|&k| &l2[k]).collect::<Vec<_>>();
+            let guards = if i % 3 == 0 {
+                aqs::try_lock_all_for(members, Duration::from_micros(50))
+            } else {
+                Some(aqs::lock_all(members))
+            };
+            if let Some(mut guards) = guards {
+                for (g, &k) in guards.iter_mut().zip(&set) {
+                    **g += 1;
+                    mine[k] += 1;
+                }
+            }
+        }
+        mine
+    });
+    for (k, lock) in locks.iter().enumerate() {
+        let expected: usize = taken.iter().map(|m| m[k]).sum();
+        assert_eq!(*lock.try_lock().expect("nothing stays held"), expected);
+    }
+}

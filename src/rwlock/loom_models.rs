@@ -73,51 +73,47 @@ fn writer_against_readers_fair() {
 }
 
 /// Main holds the write lock; two readers queue, then a writer behind
-/// them. Main's unlock must let both readers in as one batch (the first
-/// reader's acquire propagates to the second), and the writer after them.
-/// A lost propagation leaves a reader asleep: loom's deadlock. The readers
-/// each wait for the other inside the lock, so they must hold it together.
-/// Bound 1: the queue order is set up by waiting on the count, and one
-/// preemption places the unlock against a waiter's arming.
+/// them. Main's unlock must let both readers in (the first reader's acquire
+/// propagates to the second), and the writer after them, never beside a
+/// reader: the readers read the guarded cell and the writer writes it, so
+/// an overlap is a causality violation, and a lost propagation leaves a
+/// reader asleep (loom's deadlock). That the batch is inside at once is the
+/// behaviour tests' business (a barrier inside the read lock). Bound 1: the
+/// queue order is set up by waiting on the count, and one preemption
+/// places the unlock against a waiter's arming.
 fn readers_batch_behind_a_writer<const FAIR: bool>() {
     check(1, || {
         let lock = Arc::new(RwCore::<FAIR>::new());
-        let inside = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let cell = Arc::new(Guarded::new());
         assert!(lock.write(None));
-        let readers: Vec<_> = (0..2)
-            .map(|i| {
-                let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
-                if i == 1 {
-                    until_queued(&lock, 1);
-                }
-                thread::spawn(move || {
-                    assert!(lock.read(None));
-                    inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    // Together: the other reader is in, or comes in.
-                    while inside.load(std::sync::atomic::Ordering::SeqCst) < 2 {
-                        thread::yield_now();
-                    }
-                    // SAFETY: this thread holds a read lock.
-                    unsafe { lock.unlock_read() };
-                })
-            })
-            .collect();
+        let mut threads = Vec::new();
+        for i in 0..2 {
+            until_queued(&lock, i);
+            let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
+            threads.push(thread::spawn(move || {
+                assert!(lock.read(None));
+                cell.read();
+                // SAFETY: this thread holds a read lock.
+                unsafe { lock.unlock_read() };
+            }));
+        }
         until_queued(&lock, 2);
-        let writer = {
-            let lock = Arc::clone(&lock);
+        threads.push({
+            let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
             thread::spawn(move || {
                 assert!(lock.write(None));
+                cell.enter();
                 // SAFETY: this thread holds the write lock.
                 unsafe { lock.unlock_write(false) };
             })
-        };
+        });
         until_queued(&lock, 3);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
-        for r in readers {
-            r.join().unwrap();
+        for t in threads {
+            t.join().unwrap();
         }
-        writer.join().unwrap();
+        assert_eq!(cell.total(), 1);
         assert_free(&lock);
     });
 }
@@ -132,21 +128,19 @@ fn readers_batch_behind_a_writer_fair() {
     readers_batch_behind_a_writer::<true>();
 }
 
-/// Main holds the write lock while a reader queues, then downgrades: the
-/// queued reader must get in beside main's read (a downgrade wakes queued
-/// readers), which it shows by waiting, inside, for main to see it. A
-/// downgrade that skipped the queue leaves the reader asleep: deadlock.
-/// Bound 2.
+/// Main holds the write lock while a reader queues, then downgrades and,
+/// still reading, joins the reader: the queued reader must get in beside
+/// main's read (a downgrade wakes queued readers). A downgrade that skipped
+/// the queue leaves the reader asleep and main waiting for it: loom's
+/// deadlock. Bound 2.
 fn downgrade_while_readers_queue<const FAIR: bool>() {
     check(2, || {
         let lock = Arc::new(RwCore::<FAIR>::new());
-        let entered = Arc::new(loom::sync::atomic::AtomicBool::new(false));
         assert!(lock.write(None));
         let reader = {
-            let (lock, entered) = (Arc::clone(&lock), Arc::clone(&entered));
+            let lock = Arc::clone(&lock);
             thread::spawn(move || {
                 assert!(lock.read(None));
-                entered.store(true, std::sync::atomic::Ordering::SeqCst);
                 // SAFETY: this thread holds a read lock.
                 unsafe { lock.unlock_read() };
             })
@@ -154,13 +148,10 @@ fn downgrade_while_readers_queue<const FAIR: bool>() {
         until_queued(&lock, 1);
         // SAFETY: main holds the write lock.
         unsafe { lock.downgrade() };
-        // Main still reads, so the reader's entry proves they share.
-        while !entered.load(std::sync::atomic::Ordering::SeqCst) {
-            thread::yield_now();
-        }
+        // Main still reads: the reader finishes only if they share.
+        reader.join().unwrap();
         // SAFETY: main holds a read lock.
         unsafe { lock.unlock_read() };
-        reader.join().unwrap();
         assert_free(&lock);
     });
 }
