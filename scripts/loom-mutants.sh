@@ -61,6 +61,8 @@ mutants=(
   "fair_reader_barges|rwlock::loom_models::arriving_reader_defers_to_a_queued_writer_fair|$passed"
   "downgrade_no_wake|rwlock::loom_models::downgrade_while_readers_queue_fair|$deadlock"
   "latch_last_skips_queue|latch::loom_models::last_count_down_wakes_two_waiters|$deadlock"
+  "register_keeps_stale_waker|queue::future::loom_models::waker_replaced_while_a_release_wakes|$deadlock"
+  "dropped_future_stays_queued|queue::future::loom_models::dropped_signalled_future_passes_the_wake_on|$deadlock"
 )
 
 # Every patch file has a row above, and every row a patch file.
@@ -91,7 +93,7 @@ fresh_copy() {
 # Builds the lib's loom test binary of the crate in $1 into target dir $2
 # and prints its path.
 build() {
-  (cd "$1" && CARGO_TARGET_DIR="$2" cargo test --release --lib --no-run --message-format=json 2>"$log_dir/build.err") |
+  (cd "$1" && CARGO_TARGET_DIR="$2" cargo test --release --lib --features async --no-run --message-format=json 2>"$log_dir/build.err") |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
 }
 

@@ -8,7 +8,7 @@
 #
 # The suite is exactly:
 #   RUSTFLAGS="--cfg aqs_loom" CARGO_TARGET_DIR=target/loom \
-#       cargo test --release --lib loom_models
+#       cargo test --release --lib --features async loom_models
 #
 # The cfg is the crate's own, so dependencies build as usual under it.
 set -euo pipefail
@@ -30,12 +30,12 @@ step() {
 
 t_all=$(date +%s)
 # Lint of the loom build: the library and its loom models.
-step "loom build check" cargo clippy --release --lib --tests -- -D warnings
-step "loom build" cargo test --release --lib --no-run
+step "loom build check" cargo clippy --release --lib --tests --features async -- -D warnings
+step "loom build" cargo test --release --lib --features async --no-run
 # One model at a time (each is single-threaded and CPU-bound), each timed.
-mapfile -t tests < <(cargo test --release --lib -q -- --list "${1:-loom_models}" 2>/dev/null | sed -n 's/: test$//p')
+mapfile -t tests < <(cargo test --release --lib --features async -q -- --list "${1:-loom_models}" 2>/dev/null | sed -n 's/: test$//p')
 [[ ${#tests[@]} -gt 0 ]] || { echo "no loom models matched"; exit 1; }
 for t in "${tests[@]}"; do
-  step "loom ${t}" cargo test --release --lib -q -- --exact "${t}"
+  step "loom ${t}" cargo test --release --lib --features async -q -- --exact "${t}"
 done
 echo "loom total: $(($(date +%s) - t_all))s"

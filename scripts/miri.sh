@@ -66,7 +66,7 @@ cargo +nightly miri --version
 
 # Every test target that exists, except loom (it needs `--cfg loom` and
 # models its own schedules; Miri adds nothing there).
-targets=(--lib)
+targets=(--features async --lib)
 for f in tests/*.rs; do
   name=$(basename "$f" .rs)
   [[ "$name" == loom ]] && continue

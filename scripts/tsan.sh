@@ -27,7 +27,7 @@ export RUSTFLAGS="-Zsanitizer=thread"
 export RUSTDOCFLAGS="-Zsanitizer=thread"
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 CARGO=(cargo +nightly)
-BUILD=(-Zbuild-std --target "${TARGET}" --release)
+BUILD=(-Zbuild-std --target "${TARGET}" --release --features async)
 
 script_start=$SECONDS
 

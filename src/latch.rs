@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::queue::{self, Acquired, Discipline, Policy, RawSync, TryAcquire};
 
 /// The latch's AQS hooks.
-struct LatchPolicy;
+pub(crate) struct LatchPolicy;
 
 impl Policy for LatchPolicy {
     /// Passes at 0, taking nothing, and lets the next waiter pass too (L1).
@@ -228,6 +228,31 @@ impl CountDownLatch {
             return true;
         }
         self.sync.acquire_shared(&LatchPolicy, 1, deadline).is_ok()
+    }
+
+    /// Waits, without blocking the thread, until the count is zero. Tasks
+    /// and threads wait in one queue; the last count-down wakes both kinds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future leaves the queue and changes
+    /// nothing else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let ready = Arc::new(aqs::CountDownLatch::new(1));
+    /// let opener = Arc::clone(&ready);
+    /// std::thread::spawn(move || opener.count_down());
+    /// futures_executor::block_on(ready.wait_async());
+    /// assert_eq!(ready.count(), 0);
+    /// ```
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    pub fn wait_async(&self) -> crate::future::LatchWait<'_> {
+        let queued = queue::QueuedAcquire::new(&self.sync, queue::Mode::Shared, 1);
+        crate::future::LatchWait::new(queued, &LatchPolicy)
     }
 
     /// How many threads wait (a snapshot).

@@ -61,6 +61,8 @@ compile_error!("aqs needs 64-bit atomics (its state word is an AtomicU64)");
 
 mod condvar;
 mod error;
+#[cfg(all(feature = "async", not(aqs_loom)))]
+pub mod future;
 mod latch;
 mod loom;
 // The loom build has no `lock_api` impls (loom's atomics are not `const`, and
@@ -76,11 +78,15 @@ mod queue;
 mod rwlock;
 mod semaphore;
 mod spin;
+#[cfg(feature = "async")]
+mod waker;
 
 pub use condvar::WaitTimeoutResult;
 #[cfg(not(aqs_loom))]
 pub use condvar::{Condvar, CondvarMutex};
 pub use error::{AcquireError, TryAcquireError};
+#[cfg(all(feature = "async", not(aqs_loom)))]
+pub use future::{MutexAsync, RwLockAsync};
 pub use latch::CountDownLatch;
 #[cfg(not(aqs_loom))]
 pub use multi::{

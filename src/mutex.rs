@@ -258,6 +258,14 @@ macro_rules! raw_mutex {
             }
         }
 
+        #[cfg(all(feature = "async", not(aqs_loom)))]
+        impl crate::future::AsyncRawMutex for $name {
+            fn lock_future(&self) -> crate::future::RawAcquire<'_> {
+                let queued = queue::QueuedAcquire::new(&self.lock.sync, queue::Mode::Exclusive, 1);
+                crate::future::RawAcquire::new(queued, &MutexPolicy::<$fair>)
+            }
+        }
+
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let state = self.lock.sync.state();

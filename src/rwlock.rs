@@ -472,6 +472,21 @@ macro_rules! raw_rwlock {
             }
         }
 
+        #[cfg(all(feature = "async", not(aqs_loom)))]
+        impl crate::future::AsyncRawRwLock for $name {
+            fn read_future(&self) -> crate::future::RawAcquire<'_> {
+                self.lock.check_read_limit();
+                let queued = queue::QueuedAcquire::new(&self.lock.sync, queue::Mode::Shared, 1);
+                crate::future::RawAcquire::new(queued, &RwPolicy::<$fair, false>)
+            }
+
+            fn write_future(&self) -> crate::future::RawAcquire<'_> {
+                let queued =
+                    queue::QueuedAcquire::new(&self.lock.sync, queue::Mode::Exclusive, FREE);
+                crate::future::RawAcquire::new(queued, &RwPolicy::<$fair, false>)
+            }
+        }
+
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct(stringify!($name))

@@ -151,7 +151,7 @@ pub struct Semaphore {
 
 /// The semaphore's AQS hooks.
 #[derive(Debug, Clone, Copy)]
-struct SemaphorePolicy {
+pub(crate) struct SemaphorePolicy {
     fair: bool,
 }
 
@@ -528,6 +528,132 @@ impl Semaphore {
         }
     }
 
+    /// Acquires one permit without blocking the thread: the future resolves
+    /// once a permit is the task's. Tasks and threads share one queue; on a
+    /// fair semaphore they are served in arrival order, whichever kind
+    /// each is. The future runs on any executor. tokio's `acquire`.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed, before or during the
+    /// wait.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future before it resolves leaves the queue
+    /// (its place is lost), passes on a wake-up it was given, and holds no
+    /// permit. To wait with a timeout, wrap it in the runtime's timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sem = aqs::Semaphore::new_fair(1);
+    /// futures_executor::block_on(async {
+    ///     let permit = sem.acquire_async().await.unwrap();
+    ///     assert_eq!(sem.available_permits(), 0);
+    ///     drop(permit);
+    /// });
+    /// ```
+    ///
+    /// | tokio `Semaphore` | `aqs::Semaphore` |
+    /// |---|---|
+    /// | `acquire().await` | `acquire_async().await` |
+    /// | `acquire_many(n).await` | `acquire_many_async(n).await` |
+    /// | `acquire_owned().await` | `acquire_owned_async().await` |
+    /// | `acquire_many_owned(n).await` | `acquire_many_owned_async(n).await` |
+    /// | `try_acquire*` | `try_acquire*` (no future needed) |
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    pub fn acquire_async(&self) -> crate::future::Acquire<'_> {
+        crate::future::Acquire::new(self, 1)
+    }
+
+    /// Acquires `n` permits at once without blocking the thread, as
+    /// [`acquire_async`](Self::acquire_async). `n == 0` resolves at once
+    /// (unless closed).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed first.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`], when called.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire_async`](Self::acquire_async): a dropped future holds
+    /// none of the `n` permits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sem = aqs::Semaphore::new(3);
+    /// let permit = futures_executor::block_on(sem.acquire_many_async(2)).unwrap();
+    /// assert_eq!(permit.num_permits(), 2);
+    /// ```
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[track_caller]
+    pub fn acquire_many_async(&self, n: usize) -> crate::future::Acquire<'_> {
+        crate::future::Acquire::new(self, checked("acquire_many_async", n))
+    }
+
+    /// Acquires one permit without blocking the thread, returning an owning
+    /// permit, as [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed first.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let sem = Arc::new(aqs::Semaphore::new(1));
+    /// let permit = futures_executor::block_on(Arc::clone(&sem).acquire_owned_async()).unwrap();
+    /// std::thread::spawn(move || drop(permit)).join().unwrap();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    pub fn acquire_owned_async(self: Arc<Self>) -> crate::future::AcquireOwned {
+        crate::future::AcquireOwned::new(self, 1)
+    }
+
+    /// Acquires `n` permits without blocking the thread, returning an
+    /// owning permit, as [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError`] if the semaphore is closed first.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`Semaphore::MAX_PERMITS`], when called.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let sem = Arc::new(aqs::Semaphore::new(4));
+    /// let permit = futures_executor::block_on(sem.clone().acquire_many_owned_async(4)).unwrap();
+    /// assert_eq!(permit.num_permits(), 4);
+    /// ```
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[track_caller]
+    pub fn acquire_many_owned_async(self: Arc<Self>, n: usize) -> crate::future::AcquireOwned {
+        let n = checked("acquire_many_owned_async", n);
+        crate::future::AcquireOwned::new(self, n)
+    }
+
     /// Acquires one permit now if possible, returning an owning permit.
     ///
     /// # Errors
@@ -766,6 +892,18 @@ impl Semaphore {
     /// that are in the middle of joining or leaving may or may not count).
     pub fn queue_length(&self) -> usize {
         queue::waiters_of(self.raw.state()) as usize
+    }
+
+    /// The core, for the async futures.
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    pub(crate) fn core(&self) -> &RawSync {
+        &self.raw
+    }
+
+    /// The policy, for the async futures.
+    #[cfg(all(feature = "async", not(aqs_loom)))]
+    pub(crate) fn policy(&self) -> &SemaphorePolicy {
+        &self.policy
     }
 
     /// Returns `n` permits (a permit's drop, or `add_permits` after raising

@@ -100,6 +100,9 @@ pub(crate) struct Waiter<'s> {
     spin_second: bool,
     /// Spin budgets left for waiting second in line.
     renewals: u32,
+    /// Whether this waiter spins at all: a task's never does (its poll
+    /// must return instead).
+    spins: bool,
     /// Blocking waits only: yielding before parking (FIFO).
     window: YieldWindow,
 }
@@ -108,14 +111,22 @@ impl RawSync {
     /// Tries to acquire in shared mode without queueing, as an arriving
     /// thread.
     #[inline]
-    pub(crate) fn try_acquire_shared<P: Policy>(&self, policy: &P, arg: u32) -> TryAcquire {
+    pub(crate) fn try_acquire_shared<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        arg: u32,
+    ) -> TryAcquire {
         self.arrive(policy, Mode::Shared, arg)
     }
 
     /// Tries to acquire in exclusive mode without queueing, as an arriving
     /// thread.
     #[inline]
-    pub(crate) fn try_acquire_exclusive<P: Policy>(&self, policy: &P, arg: u32) -> TryAcquire {
+    pub(crate) fn try_acquire_exclusive<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        arg: u32,
+    ) -> TryAcquire {
         self.arrive(policy, Mode::Exclusive, arg)
     }
 
@@ -309,6 +320,34 @@ impl RawSync {
             spun_second: false,
             spin_second: false,
             renewals: SECOND_IN_LINE_RENEWALS,
+            spins: true,
+            window: YieldWindow::new(YIELD_WINDOW),
+        }
+    }
+
+    /// Creates, links and counts an async waiter's node (feature `async`):
+    /// its wake-ups go to a waker slot, and it never spins.
+    #[cfg(feature = "async")]
+    pub(crate) fn enqueue_task(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> Waiter<'_> {
+        debug_assert!(arg > 0, "a request for nothing was queued");
+        let node = Node::alloc_task(arg, mode);
+        self.enq(node, guard);
+        // Q1 (P2): counted only after linking, by an RMW.
+        self.state.fetch_add(ONE_WAITER, AcqRel);
+        Waiter {
+            sync: self,
+            node,
+            mode,
+            arg,
+            deadline: None,
+            resumed: Resumed::Unwoken,
+            armed_pred: ptr::null_mut(),
+            published: false,
+            spin: Spin::new(),
+            spun_second: false,
+            spin_second: false,
+            renewals: 0,
+            spins: false,
             window: YieldWindow::new(YIELD_WINDOW),
         }
     }
@@ -329,6 +368,7 @@ impl RawSync {
             spun_second: false,
             spin_second: false,
             renewals: SECOND_IN_LINE_RENEWALS,
+            spins: true,
             window: YieldWindow::new(YIELD_WINDOW),
         }
     }
@@ -588,6 +628,9 @@ impl Waiter<'_> {
         d: Discipline,
         guard: &Guard<'_>,
     ) -> bool {
+        if !self.spins {
+            return false;
+        }
         if first {
             if self.spun_second {
                 self.spun_second = false;
@@ -616,6 +659,42 @@ impl Waiter<'_> {
         } else {
             self.spin.spin();
         }
+    }
+
+    /// Consumes a wake-up that arrived since the last step, if any (an
+    /// async waiter's poll, F2).
+    #[cfg(feature = "async")]
+    pub(crate) fn consume_wake(&mut self) {
+        // SAFETY: N1: our own node.
+        let me = unsafe { Node::get(self.node) };
+        if me.wake.swap(0, Acquire) != 0 {
+            self.resume(Resumed::Woken);
+        }
+    }
+
+    /// After a `Wait` step, outside any guard: registers the task's waker,
+    /// then consumes the wake flag (F2). Returns whether a wake-up came
+    /// (then the caller steps again) or the task may return `Pending`.
+    #[cfg(feature = "async")]
+    pub(crate) fn register_and_check(&mut self, waker: &std::task::Waker) -> bool {
+        // SAFETY: N1: our own node.
+        let me = unsafe { Node::get(self.node) };
+        me.task
+            .as_ref()
+            .expect("a task's node has a waker slot")
+            .register(waker);
+        if me.wake.swap(0, Acquire) != 0 {
+            self.resume(Resumed::Woken);
+            return true;
+        }
+        false
+    }
+
+    /// Leaves the queue for good (an async waiter's future was dropped,
+    /// F3), passing on any wake-up aimed at it.
+    #[cfg(feature = "async")]
+    pub(crate) fn cancel(self, guard: &Guard<'_>) {
+        self.sync.cancel_acquire(self.node, guard);
     }
 
     /// Records how a wait between two steps ended.

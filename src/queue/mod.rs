@@ -223,6 +223,8 @@ mod cancel;
 // The loom build's only users of condition queues are its models.
 #[cfg_attr(all(aqs_loom, not(test)), allow(dead_code))]
 mod condition;
+#[cfg(feature = "async")]
+mod future;
 mod node;
 mod policy;
 mod reclaim;
@@ -238,6 +240,10 @@ mod tests;
 
 pub(crate) use acquire::{AcquireFailed, TryAcquire};
 pub(crate) use condition::{Bound, Condition, Waited};
+#[cfg(all(feature = "async", not(aqs_loom)))]
+pub(crate) use future::QueuedAcquire;
+#[cfg(all(feature = "async", not(aqs_loom)))]
+pub(crate) use policy::Mode;
 pub(crate) use policy::{Acquired, Discipline, Policy};
 pub(crate) use state::{is_closed, value_of, waiters_of};
 

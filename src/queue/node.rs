@@ -53,6 +53,11 @@ pub(crate) struct Node {
     pub(crate) transferred: AtomicU32,
     /// Link in the retired list.
     pub(super) retired_next: AtomicPtr<Node>,
+    /// An async waiter's waker slot (feature `async`); `None` for a thread,
+    /// which parks on the node's address instead. Written before the node
+    /// is published and never replaced.
+    #[cfg(feature = "async")]
+    pub(crate) task: Option<crate::waker::WakerSlot>,
     /// loom only: set where the real build frees the node; asserted clear at
     /// every dereference, so a free that races a read is a loom failure.
     #[cfg(aqs_loom)]
@@ -74,11 +79,23 @@ impl Node {
             mode,
             transferred: AtomicU32::new(0),
             retired_next: AtomicPtr::new(ptr::null_mut()),
+            #[cfg(feature = "async")]
+            task: None,
             #[cfg(aqs_loom)]
             freed: crate::loom::UnsafeCell::new(false),
             #[cfg(aqs_loom)]
             track: crate::loom::UnsafeCell::new(Some(loom::alloc::Track::new(()))),
         }))
+    }
+
+    /// Allocates an async waiter's node: as [`Node::alloc`], with a waker
+    /// slot.
+    #[cfg(feature = "async")]
+    pub(crate) fn alloc_task(need: u32, mode: Mode) -> *mut Node {
+        let node = Node::alloc(need, mode);
+        // SAFETY: freshly allocated and not yet published: ours alone.
+        unsafe { (*node).task = Some(crate::waker::WakerSlot::new()) };
+        node
     }
 
     /// Allocates a condition waiter's node: exclusive, asking for 1, with
@@ -140,6 +157,13 @@ impl Node {
                 // SAFETY: as above.
                 drop(unsafe { (*track).take() })
             });
+            // The memory stays, so drop the waker it holds here (a loom
+            // waker is a tracked loom `Arc`).
+            #[cfg(feature = "async")]
+            if let Some(task) = &node.task {
+                // SAFETY: as above: nobody else touches the node.
+                unsafe { task.clear() };
+            }
         }
     }
 }

@@ -387,5 +387,10 @@ pub(super) fn wake(node: &Node, ptr: *mut Node) {
         // ours in the flag's order, synchronizes with us too.
         return;
     }
+    #[cfg(feature = "async")]
+    if let Some(task) = &node.task {
+        task.wake(); // F2, AW2
+        return;
+    }
     unpark_one(ptr as usize);
 }
