@@ -319,3 +319,196 @@ fn futures_are_send() {
     send(&rw.write_async());
     let _ = Duration::ZERO;
 }
+
+// ---------------------------------------------------------------------------
+// tokio's own semaphore cases (tests/sync_semaphore.rs and
+// sync_semaphore_owned.rs), in our words, on the async forms
+// ---------------------------------------------------------------------------
+
+#[test]
+fn tokio_case_acquire_waits_for_a_release_from_another_thread() {
+    let sem = Arc::new(Semaphore::new(1));
+    let held = Arc::clone(&sem).try_acquire_owned().unwrap();
+    let waker = Waker::from(Arc::new(Count::default()));
+    let mut fut = Box::pin(sem.acquire_async());
+    assert!(poll_with(&mut fut, &waker).is_pending());
+    let releaser = thread::spawn(move || drop(held));
+    join_bounded(releaser);
+    let got = matches!(poll_with(&mut fut, &waker), Poll::Ready(Ok(_)));
+    drop(fut);
+    assert!(got);
+}
+
+#[test]
+fn tokio_case_add_permits_serves_a_waiting_acquire_many() {
+    let sem = Semaphore::new(1);
+    let waker = Waker::from(Arc::new(Count::default()));
+    let mut fut = Box::pin(sem.acquire_many_async(3));
+    assert!(poll_with(&mut fut, &waker).is_pending());
+    sem.add_permits(1);
+    assert!(poll_with(&mut fut, &waker).is_pending(), "two of three");
+    sem.add_permits(1);
+    let Poll::Ready(Ok(permit)) = poll_with(&mut fut, &waker) else {
+        panic!("three permits are there");
+    };
+    assert_eq!(permit.num_permits(), 3);
+    drop(permit);
+    assert_eq!(sem.available_permits(), 3);
+}
+
+#[test]
+fn tokio_case_forget_and_merge_owned_permits() {
+    let sem = Arc::new(Semaphore::new(3));
+    block_on(async {
+        let mut a = Arc::clone(&sem).acquire_owned_async().await.unwrap();
+        let b = Arc::clone(&sem).acquire_owned_async().await.unwrap();
+        a.merge(b);
+        assert_eq!(a.num_permits(), 2);
+        a.forget();
+    });
+    assert_eq!(sem.available_permits(), 1);
+}
+
+#[test]
+#[should_panic(expected = "MAX_PERMITS")]
+fn tokio_case_acquire_many_past_the_maximum_panics() {
+    let sem = Semaphore::new(0);
+    let _ = sem.acquire_many_async(Semaphore::MAX_PERMITS + 1);
+}
+
+#[test]
+fn tokio_case_stress_many_tasks_return_every_permit() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let sem = Arc::new(Semaphore::new(5));
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..if cfg!(miri) { 4 } else { 200 })
+            .map(|_| {
+                let sem = Arc::clone(&sem);
+                tokio::spawn(async move {
+                    let _p = sem.acquire_owned_async().await.unwrap();
+                    tokio::task::yield_now().await;
+                })
+            })
+            .collect();
+        for t in tasks {
+            tokio::time::timeout(BOUND, t)
+                .await
+                .expect("a task hung")
+                .unwrap();
+        }
+    });
+    assert_eq!(sem.available_permits(), 5);
+}
+
+/// Threads, tasks on tokio's multi-threaded runtime and tasks on a
+/// single-threaded executor queue on one fair semaphore in a known order;
+/// released one permit at a time, they are served in exactly that order.
+/// Then all of them hammer it at once: never more holders than permits,
+/// and every permit comes back.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "tokio's I/O driver is beyond Miri; the other tests run the futures"
+)]
+fn mixed_threads_tokio_tasks_and_a_local_executor_share_one_fifo() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let sem = Arc::new(Semaphore::new_fair(0));
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    let mut tasks = Vec::new();
+    for i in 0..9 {
+        let (s, order) = (Arc::clone(&sem), Arc::clone(&order));
+        match i % 3 {
+            0 => threads.push(thread::spawn(move || {
+                s.acquire().unwrap().forget();
+                order.lock().unwrap().push(i);
+            })),
+            1 => tasks.push(rt.spawn(async move {
+                s.acquire_async().await.unwrap().forget();
+                order.lock().unwrap().push(i);
+            })),
+            _ => threads.push(thread::spawn(move || {
+                let mut pool = futures_executor::LocalPool::new();
+                pool.run_until(async move {
+                    s.acquire_async().await.unwrap().forget();
+                    order.lock().unwrap().push(i);
+                });
+            })),
+        }
+        wait_until("the waiter queues", || sem.queue_length() == i + 1);
+    }
+    for i in 0..9 {
+        sem.add_permits(1);
+        wait_until("the next waiter is served", || {
+            order.lock().unwrap().len() == i + 1
+        });
+    }
+    assert_eq!(*order.lock().unwrap(), (0..9).collect::<Vec<_>>());
+    for t in threads {
+        join_bounded(t);
+    }
+    rt.block_on(async {
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+
+    // Conservation under a free-for-all.
+    sem.add_permits(3);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let check = |inside: &AtomicUsize| {
+        assert!(inside.fetch_add(1, SeqCst) < 3, "more holders than permits");
+        inside.fetch_sub(1, SeqCst);
+    };
+    let mut threads = Vec::new();
+    for k in 0..4 {
+        let (s, inside) = (Arc::clone(&sem), Arc::clone(&inside));
+        threads.push(thread::spawn(move || {
+            for _ in 0..200 {
+                if k % 2 == 0 {
+                    let _p = s.try_acquire_for(BOUND).expect("a thread waited too long");
+                    check(&inside);
+                } else {
+                    let mut pool = futures_executor::LocalPool::new();
+                    pool.run_until(async {
+                        let _p = s.acquire_async().await.unwrap();
+                        check(&inside);
+                    });
+                }
+            }
+        }));
+    }
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (s, inside) = (Arc::clone(&sem), Arc::clone(&inside));
+                tokio::spawn(async move {
+                    for _ in 0..100 {
+                        let _p = s.acquire_async().await.unwrap();
+                        check(&inside);
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            tokio::time::timeout(BOUND, t)
+                .await
+                .expect("a task hung")
+                .unwrap();
+        }
+    });
+    for t in threads {
+        join_bounded(t);
+    }
+    assert_eq!(sem.available_permits(), 3);
+    assert_eq!(sem.queue_length(), 0);
+}
