@@ -88,6 +88,8 @@ fresh_copy() {
   sed -e '/^\[workspace\]/,$d' "$root/Cargo.toml" >"$scratch/Cargo.toml"
   printf '\n[workspace]\n' >>"$scratch/Cargo.toml"
   cp "$root/README.md" "$scratch/" # the crate's doctests include it
+  rm -rf "$scratch/examples"
+  cp -r "$root/examples" "$scratch/" # the manifest names one
 }
 
 # Builds the lib's loom test binary of the crate in $1 into target dir $2

@@ -79,6 +79,7 @@ mod rwlock;
 mod semaphore;
 mod spin;
 #[cfg(feature = "async")]
+#[cfg_attr(aqs_loom, allow(dead_code))] // only the async loom models use it
 mod waker;
 
 pub use condvar::WaitTimeoutResult;

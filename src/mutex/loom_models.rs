@@ -185,3 +185,52 @@ fn timed_lock_races_unlock_nonfair() {
 fn timed_lock_races_unlock_fair() {
     timed_lock_races_unlock::<true>();
 }
+
+/// An async lock (feature `async`) queues behind main's hold, polled once
+/// and left pending; a thread queues behind it; main unlocks, which wakes
+/// the future's task; main drops the future without polling it. The
+/// wake-up must pass on to the thread (F3), or it sleeps for good: loom's
+/// deadlock. Bound 2, as the semaphore's model of the same.
+#[cfg(feature = "async")]
+fn dropped_signalled_lock_future<const FAIR: bool>() {
+    use std::task::{Context, Waker};
+
+    use super::MutexPolicy;
+    use crate::queue::{Mode, QueuedAcquire};
+
+    check(2, || {
+        let lock = Arc::new(Lock::<FAIR>::new());
+        lock.lock();
+        let mut fut = QueuedAcquire::new(&lock.sync, Mode::Exclusive, 1);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.poll_acquire(&MutexPolicy::<FAIR>, &mut cx).is_pending());
+        let thread = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                lock.lock();
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        while queue::waiters_of(lock.sync.state()) < 2 {
+            thread::yield_now();
+        }
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        drop(fut);
+        thread.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn dropped_signalled_lock_future_passes_the_wake_on_fair() {
+    dropped_signalled_lock_future::<true>();
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn dropped_signalled_lock_future_passes_the_wake_on_nonfair() {
+    dropped_signalled_lock_future::<false>();
+}

@@ -328,6 +328,7 @@ impl RawSync {
     /// Creates, links and counts an async waiter's node (feature `async`):
     /// its wake-ups go to a waker slot, and it never spins.
     #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn enqueue_task(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> Waiter<'_> {
         debug_assert!(arg > 0, "a request for nothing was queued");
         let node = Node::alloc_task(arg, mode);
@@ -664,6 +665,7 @@ impl Waiter<'_> {
     /// Consumes a wake-up that arrived since the last step, if any (an
     /// async waiter's poll, F2).
     #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn consume_wake(&mut self) {
         // SAFETY: N1: our own node.
         let me = unsafe { Node::get(self.node) };
@@ -676,6 +678,7 @@ impl Waiter<'_> {
     /// then consumes the wake flag (F2). Returns whether a wake-up came
     /// (then the caller steps again) or the task may return `Pending`.
     #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn register_and_check(&mut self, waker: &std::task::Waker) -> bool {
         // SAFETY: N1: our own node.
         let me = unsafe { Node::get(self.node) };
@@ -693,6 +696,7 @@ impl Waiter<'_> {
     /// Leaves the queue for good (an async waiter's future was dropped,
     /// F3), passing on any wake-up aimed at it.
     #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn cancel(self, guard: &Guard<'_>) {
         self.sync.cancel_acquire(self.node, guard);
     }

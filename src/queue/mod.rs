@@ -223,7 +223,9 @@ mod cancel;
 // The loom build's only users of condition queues are its models.
 #[cfg_attr(all(aqs_loom, not(test)), allow(dead_code))]
 mod condition;
+// Under loom only its models use it (the public futures are not built).
 #[cfg(feature = "async")]
+#[cfg_attr(aqs_loom, allow(dead_code))]
 mod future;
 mod node;
 mod policy;
@@ -240,9 +242,11 @@ mod tests;
 
 pub(crate) use acquire::{AcquireFailed, TryAcquire};
 pub(crate) use condition::{Bound, Condition, Waited};
-#[cfg(all(feature = "async", not(aqs_loom)))]
+#[cfg(feature = "async")]
+#[cfg_attr(aqs_loom, allow(unused_imports))]
 pub(crate) use future::QueuedAcquire;
-#[cfg(all(feature = "async", not(aqs_loom)))]
+#[cfg(feature = "async")]
+#[cfg_attr(aqs_loom, allow(unused_imports))]
 pub(crate) use policy::Mode;
 pub(crate) use policy::{Acquired, Discipline, Policy};
 pub(crate) use state::{is_closed, value_of, waiters_of};

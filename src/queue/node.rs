@@ -91,6 +91,7 @@ impl Node {
     /// Allocates an async waiter's node: as [`Node::alloc`], with a waker
     /// slot.
     #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn alloc_task(need: u32, mode: Mode) -> *mut Node {
         let node = Node::alloc(need, mode);
         // SAFETY: freshly allocated and not yet published: ours alone.
