@@ -373,7 +373,7 @@ fn tokio_case_forget_and_merge_owned_permits() {
 #[should_panic(expected = "MAX_PERMITS")]
 fn tokio_case_acquire_many_past_the_maximum_panics() {
     let sem = Semaphore::new(0);
-    let _ = sem.acquire_many_async(Semaphore::MAX_PERMITS + 1);
+    drop(sem.acquire_many_async(Semaphore::MAX_PERMITS + 1));
 }
 
 #[test]
