@@ -399,3 +399,151 @@ fn unlocking_an_unheld_raw_lock_panics_in_debug_builds() {
     // SAFETY: held.
     unsafe { raw.unlock_exclusive() };
 }
+
+/// Single-threaded sequences of every raw operation, against a model of
+/// the lock (how many reads, whether written): each `try_` form succeeds
+/// exactly when the model says it must, the blocking forms are used only
+/// where they cannot block, and the observers agree with the model.
+mod sequences {
+    use std::time::Duration;
+
+    use aqs::{RawFairRwLock, RawRwLock};
+    use lock_api::{
+        RawRwLock as _, RawRwLockDowngrade as _, RawRwLockFair as _, RawRwLockRecursive as _,
+        RawRwLockTimed as _,
+    };
+    use proptest::prelude::*;
+    use proptest::test_runner::Config;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Op {
+        Read,
+        TryRead,
+        ReadRecursive,
+        TryReadFor(u8),
+        Write,
+        TryWrite,
+        TryWriteFor(u8),
+        UnlockRead,
+        UnlockReadFair,
+        UnlockWrite,
+        UnlockWriteFair,
+        Downgrade,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            Just(Op::Read),
+            Just(Op::TryRead),
+            Just(Op::ReadRecursive),
+            (0u8..3).prop_map(Op::TryReadFor),
+            Just(Op::Write),
+            Just(Op::TryWrite),
+            (0u8..3).prop_map(Op::TryWriteFor),
+            Just(Op::UnlockRead),
+            Just(Op::UnlockReadFair),
+            Just(Op::UnlockWrite),
+            Just(Op::UnlockWriteFair),
+            Just(Op::Downgrade),
+        ]
+    }
+
+    fn run<R>(raw: &R, ops: &[Op], read_count: impl Fn(&R) -> usize)
+    where
+        R: lock_api::RawRwLockTimed<Duration = Duration>
+            + lock_api::RawRwLockFair
+            + lock_api::RawRwLockRecursive
+            + lock_api::RawRwLockDowngrade,
+    {
+        let (mut reads, mut written) = (0usize, false);
+        for &op in ops {
+            let ms = |n: u8| Duration::from_millis(u64::from(n));
+            match op {
+                Op::Read | Op::ReadRecursive if !written => {
+                    if matches!(op, Op::Read) {
+                        raw.lock_shared();
+                    } else {
+                        raw.lock_shared_recursive();
+                    }
+                    reads += 1;
+                }
+                Op::Read | Op::ReadRecursive | Op::TryRead => {
+                    assert_eq!(raw.try_lock_shared(), !written, "{op:?}");
+                    reads += usize::from(!written);
+                }
+                Op::TryReadFor(n) => {
+                    assert_eq!(raw.try_lock_shared_for(ms(n)), !written, "{op:?}");
+                    reads += usize::from(!written);
+                }
+                Op::Write if !written && reads == 0 => {
+                    raw.lock_exclusive();
+                    written = true;
+                }
+                Op::Write | Op::TryWrite => {
+                    let free = !written && reads == 0;
+                    assert_eq!(raw.try_lock_exclusive(), free, "{op:?}");
+                    written |= free;
+                }
+                Op::TryWriteFor(n) => {
+                    let free = !written && reads == 0;
+                    assert_eq!(raw.try_lock_exclusive_for(ms(n)), free, "{op:?}");
+                    written |= free;
+                }
+                Op::UnlockRead | Op::UnlockReadFair if reads > 0 => {
+                    // SAFETY: the model says a read is held.
+                    unsafe {
+                        if matches!(op, Op::UnlockRead) {
+                            raw.unlock_shared();
+                        } else {
+                            raw.unlock_shared_fair();
+                        }
+                    }
+                    reads -= 1;
+                }
+                Op::UnlockWrite | Op::UnlockWriteFair if written => {
+                    // SAFETY: the model says the write lock is held.
+                    unsafe {
+                        if matches!(op, Op::UnlockWrite) {
+                            raw.unlock_exclusive();
+                        } else {
+                            raw.unlock_exclusive_fair();
+                        }
+                    }
+                    written = false;
+                }
+                Op::Downgrade if written => {
+                    // SAFETY: the model says the write lock is held.
+                    unsafe { raw.downgrade() };
+                    (written, reads) = (false, 1);
+                }
+                Op::UnlockRead
+                | Op::UnlockReadFair
+                | Op::UnlockWrite
+                | Op::UnlockWriteFair
+                | Op::Downgrade => {} // would break the contract
+            }
+            assert_eq!(raw.is_locked(), written || reads > 0, "after {op:?}");
+            assert_eq!(raw.is_locked_exclusive(), written, "after {op:?}");
+            assert_eq!(read_count(raw), reads, "after {op:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(Config {
+            cases: if cfg!(miri) { 4 } else { 256 },
+            // No failure files: Miri's isolation has no current directory.
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        #[test]
+        fn raw_rwlock_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
+            run(&RawRwLock::INIT, &ops, RawRwLock::read_count);
+        }
+
+        #[test]
+        fn raw_fair_rwlock_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
+            run(&RawFairRwLock::INIT, &ops, RawFairRwLock::read_count);
+        }
+    }
+}
