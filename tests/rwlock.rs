@@ -408,10 +408,7 @@ mod sequences {
     use std::time::Duration;
 
     use aqs::{RawFairRwLock, RawRwLock};
-    use lock_api::{
-        RawRwLock as _, RawRwLockDowngrade as _, RawRwLockFair as _, RawRwLockRecursive as _,
-        RawRwLockTimed as _,
-    };
+    use lock_api::RawRwLock as _;
     use proptest::prelude::*;
     use proptest::test_runner::Config;
 
@@ -538,12 +535,14 @@ mod sequences {
 
         #[test]
         fn raw_rwlock_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
-            run(&RawRwLock::INIT, &ops, RawRwLock::read_count);
+            let raw = RawRwLock::INIT;
+            run(&raw, &ops, RawRwLock::read_count);
         }
 
         #[test]
         fn raw_fair_rwlock_matches_the_model(ops in proptest::collection::vec(op(), 0..40)) {
-            run(&RawFairRwLock::INIT, &ops, RawFairRwLock::read_count);
+            let raw = RawFairRwLock::INIT;
+            run(&raw, &ops, RawFairRwLock::read_count);
         }
     }
 }
