@@ -306,7 +306,10 @@ both!(fair_unlock_hands_off);
 /// writer still gets the nonfair lock: readers arriving after it defer to
 /// it. The wait is bounded; how long it takes is a benchmark's business.
 #[test]
-#[cfg_attr(miri, ignore = "a liveness test, long under Miri; the other tests cover memory safety")]
+#[cfg_attr(
+    miri,
+    ignore = "a liveness test, long under Miri; the other tests cover memory safety"
+)]
 fn a_stream_of_readers_does_not_starve_a_writer() {
     let lock = Arc::new(RwLock::new(0u64));
     let stop = Arc::new(AtomicBool::new(false));
