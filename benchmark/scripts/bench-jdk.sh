@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The JDK anchors: compiles benchmark/jdk/*.java into TARGET/jdk-classes and
 # runs SemaphoreBench (java.util.concurrent.Semaphore, fair and nonfair) and
-# MutexBench (ReentrantLock, fair and nonfair, and synchronized), writing
-# TARGET/aqs-bench/jdk.jsonl and jdk-mutex.jsonl for bench_report.py. TARGET
-# is $CARGO_TARGET_DIR, by default target/bench. AQS_BENCH_QUICK=1 gives the
-# short run, as for `cargo bench`. Without java and javac it says so and
-# exits 0.
+# MutexBench (ReentrantLock, fair and nonfair, and synchronized) and
+# RwLockBench (ReentrantReadWriteLock, fair and nonfair, and StampedLock),
+# writing TARGET/aqs-bench/jdk.jsonl, jdk-mutex.jsonl and jdk-rwlock.jsonl
+# for bench_report.py. TARGET is $CARGO_TARGET_DIR, by default target/bench.
+# AQS_BENCH_QUICK=1 gives the short run, as for `cargo bench`. Without java
+# and javac it says so and exits 0.
 #
-#   benchmark/scripts/bench-jdk.sh                 both
-#   benchmark/scripts/bench-jdk.sh mutex           MutexBench only (or: semaphore)
+#   benchmark/scripts/bench-jdk.sh                 all three
+#   benchmark/scripts/bench-jdk.sh mutex           MutexBench only (or: semaphore, rwlock)
 set -euo pipefail
 
 case "${1:-all}" in
-  all) benches=(semaphore mutex) ;;
-  semaphore | mutex) benches=("$1") ;;
+  all) benches=(semaphore mutex rwlock) ;;
+  semaphore | mutex | rwlock) benches=("$1") ;;
   *)
-    sed -n '2,11p' "$0"
+    sed -n '2,12p' "$0"
     exit 2
     ;;
 esac
@@ -35,5 +36,6 @@ for bench in "${benches[@]}"; do
     semaphore) "${java[@]}" SemaphoreBench "${target}/aqs-bench/jdk.jsonl" ;;
     # C2 would coarsen the uncontended loop's synchronized blocks (see MutexBench.java).
     mutex) "${java[@]}" -XX:-EliminateLocks MutexBench "${target}/aqs-bench/jdk-mutex.jsonl" ;;
+    rwlock) "${java[@]}" RwLockBench "${target}/aqs-bench/jdk-rwlock.jsonl" ;;
   esac
 done

@@ -9,7 +9,10 @@ ${CARGO_TARGET_DIR:-target/bench}):
                               time and per-thread counts of its thread-pool
                               and ping-pong cells
   aqs-bench/rust-mutex.jsonl  the same for the mutex suite (groups mutex_*)
-  aqs-bench/jdk.jsonl, jdk-mutex.jsonl    benchmark/scripts/bench-jdk.sh
+  aqs-bench/rust-rwlock.jsonl the same for the read-write lock suite (groups
+                              rwlock_*), and its writer waits
+  aqs-bench/jdk.jsonl, jdk-mutex.jsonl, jdk-rwlock.jsonl
+                              benchmark/scripts/bench-jdk.sh
 
 Standard library only. Every number shown is a median over samples. Speed
 ratios are reference time / time (throughput / reference throughput): above 1
@@ -75,17 +78,42 @@ CONDVARS = [
 FAIR_MUTEXES = {"aqs-fair", "parking_lot-fair", "jdk-fair"}
 PL, PL_FAIR, STD = "parking_lot", "parking_lot-fair", "std"
 MUTEX_CONTENDED = [(f"t{t}_cs{r}", f"T={t} {r} rounds") for r in (50, 500) for t in (2, 4, 16)]
-# (file under aqs-bench/, harness name, whether it holds the mutex suite)
-HARNESSES = [
-    ("rust.jsonl", "Rust semaphore suite", False),
-    ("rust-mutex.jsonl", "Rust mutex suite", True),
-    ("jdk.jsonl", "JDK SemaphoreBench", False),
-    ("jdk-mutex.jsonl", "JDK MutexBench", True),
+
+# The read-write lock part: (id, label) in table order.
+RWLOCKS = [
+    ("aqs", "aqs RwLock"),
+    ("aqs-fair", "aqs FairRwLock (FIFO)"),
+    ("parking_lot", "parking_lot RwLock"),
+    ("std", "std RwLock"),
+    ("jdk-nonfair", "JDK ReentrantReadWriteLock nonfair"),
+    ("jdk-fair", "JDK ReentrantReadWriteLock fair (FIFO)"),
+    ("jdk-stamped", "JDK StampedLock"),
 ]
+READ_PERCENT = (100, 99, 90, 50)
+RW_THREADS = (2, 4, 16)
+RWLOCK_CONTENDED = [(f"t{t}_r{r}", f"T={t} {r}% reads") for r in READ_PERCENT for t in RW_THREADS]
+RW_WRITING = [(b, t) for b, t in RWLOCK_CONTENDED if not b.endswith("_r100")]  # cells with writes
+RW_READERS = "r3_w1"  # the writer-wait cell: 3 readers, 1 writer
+
+# (file under aqs-bench/, harness name, the suite it holds)
+HARNESSES = [
+    ("rust.jsonl", "Rust semaphore suite", "semaphore"),
+    ("rust-mutex.jsonl", "Rust mutex suite", "mutex"),
+    ("rust-rwlock.jsonl", "Rust read-write lock suite", "rwlock"),
+    ("jdk.jsonl", "JDK SemaphoreBench", "semaphore"),
+    ("jdk-mutex.jsonl", "JDK MutexBench", "mutex"),
+    ("jdk-rwlock.jsonl", "JDK RwLockBench", "rwlock"),
+]
+RUST_FILE = {suite: file for file, _, suite in HARNESSES if file.startswith("rust")}
 
 
 def is_mutex_group(group):
     return group.startswith("mutex_")
+
+
+def suite_of(group):
+    """The suite a group belongs to: `mutex_*` mutex, `rwlock_*` rwlock, else semaphore."""
+    return "mutex" if is_mutex_group(group) else "rwlock" if group.startswith("rwlock_") else "semaphore"
 
 
 def head(bench):
@@ -147,11 +175,15 @@ def load_jsonl(path):
         rec = json.loads(line) if line.strip() else {}
         if rec.get("group") == "meta":
             meta = rec
+        elif rec.get("group") and "max_wait_ns" in rec:  # a writer-wait cell: ns is the longest wait
+            cell = spread(rec["max_wait_ns"]) | {"median_wait": spread(rec["median_wait_ns"]),
+                                                 "writes": spread(rec.get("writes") or [0])}
+            cells[(rec["group"], rec["bench"], rec["contender"])] = cell
         elif rec.get("group"):
             cell = spread(rec["samples_ns"])
             if rec.get("cpu_ns"):
                 cell["cpu"] = spread(rec["cpu_ns"])
-            for k in ("counts", "window_counts"):
+            for k in ("counts", "window_counts", "window_reads"):
                 if rec.get(k):
                     cell[k] = rec[k]
             cells[(rec["group"], rec["bench"], rec["contender"])] = cell
@@ -276,6 +308,20 @@ def show_spread(cell):
     return "∞" if x == math.inf else sig(x)
 
 
+def show_split_spread(cell, reads):
+    """As show_spread, over each thread's reads (`reads`) or writes (its
+    operations less its reads) per window, leaving out windows with none of
+    that kind; `–` when no window had any (no writes at 100% reads), n/a
+    without the reads."""
+    cell = cell or {}
+    if "window_reads" not in cell:
+        return "n/a"
+    windows = [r if reads else [n - k for n, k in zip(w, r)]
+               for w, r in zip(cell.get("window_counts", []), cell["window_reads"])]
+    windows = [w for w in windows if any(w)]
+    return show_spread({"window_counts": windows}) if windows else "–"
+
+
 def mutex_part(data):
     """Part 2 of the report: the mutexes and their condition variables."""
     if not any(is_mutex_group(group) for group, _, _ in data.r):
@@ -356,6 +402,95 @@ def mutex_part(data):
         "## 11. `notify_all` to 8 waiters (µs until all 8 have returned from `wait` and unlocked)",
         "",
         table(data, C, [("notify_all8", "µs")], [("", value(data, C, lambda ns: ns / 1e3))] + refs(C), CONDVARS),
+        "",
+    ]
+
+
+def writer_wait(data, c):
+    """The writer-wait cell's columns: longest wait (median over windows, and
+    the worst window) and median wait in µs, ×pl (parking_lot's longest wait
+    / this one: above 1 is a shorter longest wait), writes per window."""
+    rec = data.get("rwlock_writer_wait", RW_READERS, c)
+    if not rec:
+        return ["n/a"] * 5
+    pl = data.ns("rwlock_writer_wait", RW_READERS, PL)
+    return [sig(rec["ns"] / 1e3), sig(rec["max"] / 1e3), sig(rec["median_wait"]["ns"] / 1e3),
+            sig(pl / rec["ns"]) if pl and rec["ns"] else "n/a", f"{rec['writes']['ns']:.0f}"]
+
+
+def rwlock_part(data):
+    """Part 3 of the report: the read-write locks."""
+    if not any(suite_of(group) == "rwlock" for group, _, _ in data.r):
+        return ["# Part 3: Read-write lock", "", "No results: run `cargo bench -p aqs-benchmark --bench rwlock`.", ""]
+    U, G = "rwlock_uncontended", "rwlock_contended"
+
+    def per_second(ns):  # ns per operation -> M operations/s
+        return 1e3 / ns
+
+    refs = [("×pl", speed(data, U, PL)), ("×std", speed(data, U, STD))]
+    contended = []
+    for r in READ_PERCENT:
+        benches = [(f"t{t}_r{r}", f"T={t}") for t in RW_THREADS]
+        contended += [
+            f"### {r}% reads",
+            "",
+            table(data, G, benches, [("", throughput(data, G, PL, per_second)), ("×std", speed(data, G, STD)),
+                                     ("×JDK nf", speed(data, G, JDK_REF))], RWLOCKS),
+            "",
+        ]
+    wait_head = ["contender", "longest wait µs (median window)", "worst window µs", "median wait µs",
+                 "×pl", "writes per window"]
+    waits = ["| " + " | ".join(wait_head) + " |", "|---" + "|---:" * (len(wait_head) - 1) + "|"]
+    waits += [f"| {label} | " + " | ".join(writer_wait(data, c)) + " |"
+              for c, label in RWLOCKS if data.get("rwlock_writer_wait", RW_READERS, c)]
+    return [
+        "# Part 3: Read-write lock",
+        "",
+        "Each lock guards one `u64`. `×pl` is relative to `parking_lot::RwLock`, `×std` to",
+        "`std::sync::RwLock`, `×JDK nf` to `ReentrantReadWriteLock` nonfair. aqs `RwLock` lets writers",
+        "barge while arriving readers defer to a writer first in the queue; aqs `FairRwLock` and the",
+        "JDK's fair lock are strict FIFO. `StampedLock` (its `readLock`/`unlockRead` and",
+        "`writeLock`/`unlockWrite`, no optimistic reads) is an extra reference.",
+        "",
+        "## 12. Uncontended read lock + unlock and write lock + unlock (one thread; ns)",
+        "",
+        table(data, U, [("read", "read"), ("write", "write")],
+              [("(ns)", value(data, U, lambda ns: ns))] + refs, RWLOCKS),
+        "",
+        "## 13. Contended: M operations/s (×pl) · CPU µs per operation",
+        "",
+        "T threads each loop one operation, a read or a write as a per-thread xorshift64 draws it (the",
+        "same sequence in Rust and Java). A read loads the word under the read lock and runs the mutex",
+        "suite's short section (50 dependent xorshift-multiply rounds) into a local; a write runs it and",
+        "stores the word back under the write lock.",
+        "",
+        *contended,
+        "## 14. Spread: a thread's most reads (writes) over the fewest in a window",
+        "",
+        "Every thread both reads and writes, in the workload's proportion, and counts each; the tables",
+        "split its operations into reads and writes. Median over the measured windows of the contended",
+        "cells; ∞ when some thread did none (at T=16 on two CPUs a short window can end before every",
+        "thread has run, and at 99% reads a thread may draw no write in a window); windows with no",
+        "reads (writes) at all are left out, and – marks a cell that had none.",
+        "",
+        "Reads:",
+        "",
+        table(data, G, RWLOCK_CONTENDED, [("", lambda b, c: show_split_spread(data.get(G, b, c), True))], RWLOCKS),
+        "",
+        "Writes:",
+        "",
+        table(data, G, RW_WRITING,
+              [("", lambda b, c: show_split_spread(data.get(G, b, c), False))], RWLOCKS),
+        "",
+        "## 15. Longest writer wait under continuous readers",
+        "",
+        "Three threads loop read lock, short section, unlock without pause; one writer loops: lock call,",
+        "acquired (the wait), short section stored back, unlock, the section's work again outside the",
+        "lock. Each window gives its longest and median wait; shown are the median over windows of the",
+        "longest, the worst window's longest, and the median over windows of the median. `×pl` is",
+        "parking_lot's longest wait / this one: **above 1 means a shorter longest wait**.",
+        "",
+        "\n".join(waits),
         "",
     ]
 
@@ -462,20 +597,19 @@ def main(argv=None):
     metas, cells = {}, {}
     for file, _, _ in HARNESSES:
         metas[file], cells[file] = load_jsonl(target / "aqs-bench" / file)
-    rust_file = {False: "rust.jsonl", True: "rust-mutex.jsonl"}
-
     def started(group):  # a suite's criterion results older than its last run are stale
-        meta = metas[rust_file[is_mutex_group(group)]]
+        meta = metas[RUST_FILE[suite_of(group)]]
         return meta and meta["started_unix"] - 5
 
     results = load_criterion(target, started, warnings)
     if not results:
         sys.exit(f"no criterion results under {target}/criterion: run `cargo bench -p aqs-benchmark` first")
-    for file, name, mutex in HARNESSES:
+    for file, name, suite in HARNESSES:
         if file.startswith("rust"):  # criterion times the cell; the JSON adds CPU time and counts
             for key, cell in cells[file].items():
-                results.setdefault(key, cell).update({k: cell[k] for k in ("cpu", "counts", "window_counts") if k in cell})
-        elif not cells[file] and metas[rust_file[mutex]]:
+                keep = ("cpu", "counts", "window_counts", "window_reads")
+                results.setdefault(key, cell).update({k: cell[k] for k in keep if k in cell})
+        elif not cells[file] and metas[RUST_FILE[suite]]:
             warnings.append(f"no {name} results (bench-jdk.sh not run, or java not installed): its JDK cells are n/a.")
         results.update(cells[file])
     if len({m["quick"] for m in metas.values() if m}) > 1:
@@ -506,9 +640,10 @@ def main(argv=None):
     md = [
         "# Benchmark results",
         "",
-        "Generated by `benchmark/scripts/bench-report.sh` from `benchmark/benches/semaphore.rs` and",
-        "`mutex.rs` (criterion) and `benchmark/jdk/SemaphoreBench.java` and `MutexBench.java`; do not edit",
-        "by hand. The workloads are described in `benchmark/src/lib.rs`.",
+        "Generated by `benchmark/scripts/bench-report.sh` from `benchmark/benches/semaphore.rs`,",
+        "`mutex.rs` and `rwlock.rs` (criterion) and `benchmark/jdk/SemaphoreBench.java`, `MutexBench.java`",
+        "and `RwLockBench.java`; do not edit by hand. The workloads are described in",
+        "`benchmark/src/lib.rs`.",
         "",
         f"- Mode: {mode}; machine: {machine}; {tools}",
         *[f"- {r}" for r in runs],
@@ -573,6 +708,7 @@ def main(argv=None):
               [("", value(data, "batch_wake", lambda ns: ns / 1e3))] + ratios(data, "batch_wake")),
         "",
         *mutex_part(data),
+        *rwlock_part(data),
     ]
     Path(args.md).parent.mkdir(parents=True, exist_ok=True)
     Path(args.md).write_text("\n".join(md))

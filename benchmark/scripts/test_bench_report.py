@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of bench_report.py on a made-up run: which results it reads, the CPU
-ratios of the I/O workload, and the mutex part's references and fairness
-spread. Standard library only: `python3 benchmark/scripts/test_bench_report.py`."""
+ratios of the I/O workload, the mutex part's references and fairness
+spread, and the read-write lock part's ratios, split spreads and writer
+waits. Standard library only: `python3 benchmark/scripts/test_bench_report.py`."""
 
 import json
 import os
@@ -32,15 +33,16 @@ def pooled(group, bench, contender, ns, cpu_ns, counts=(5, 5), windows=None):
 
 
 class Report(unittest.TestCase):
-    def run_report(self, rust, jdk, cells, mutex=None, started=None):
-        """`mutex`: the lines of rust-mutex.jsonl; `started`: a harness's
-        start (seconds ago) by its file's name, by default 60 s ago."""
+    def run_report(self, rust, jdk, cells, mutex=None, started=None, more=None):
+        """`mutex`: the lines of rust-mutex.jsonl; `more`: other files' lines
+        by name (e.g. `rust-rwlock`); `started`: a harness's start (seconds
+        ago) by its file's name, by default 60 s ago."""
         with tempfile.TemporaryDirectory() as tmp:
             target = Path(tmp)
             for cell in cells:
                 criterion(target, *cell)
             (target / "aqs-bench").mkdir()
-            files = {"rust": rust, "jdk": jdk} | ({"rust-mutex": mutex} if mutex is not None else {})
+            files = {"rust": rust, "jdk": jdk} | ({"rust-mutex": mutex} if mutex is not None else {}) | (more or {})
             for name, lines in files.items():
                 ago = (started or {}).get(name, 60)
                 meta = {"group": "meta", "quick": True, "started_unix": int(time.time()) - ago,
@@ -111,6 +113,36 @@ class Report(unittest.TestCase):
         self.assertIn("| parking_lot Mutex + Condvar | 1000 (1.00) · 1.50 | n/a |", md)
         self.assertNotIn("777", md)
         self.assertIn("| tokio (FIFO) | 30.0 |", md)
+
+    def test_rwlock_part_ratios_split_spreads_and_writer_waits(self):
+        u, g, w, b = "rwlock_uncontended", "rwlock_contended", "rwlock_writer_wait", "t4_r90"
+        cells = [(u, "read", "aqs", 10.0), (u, "read", "parking_lot", 15.0), (u, "read", "std", 20.0),
+                 (g, b, "aqs", 100.0), (g, b, "parking_lot", 200.0), (g, b, "std", 400.0)]
+        # two threads, three windows: reads [9, 3] then [8, 8] then [10, 2]; writes [1, 1], [2, 0], [0, 0]
+        aqs = pooled(g, b, "aqs", 100.0, 120.0, windows=[[10, 4], [10, 8], [10, 2]]) | {
+            "window_reads": [[9, 3], [8, 8], [10, 2]]}
+        wait = {"group": w, "bench": "r3_w1", "median_wait_ns": [100, 200, 300], "writes": [5, 6, 7]}
+        rust = [aqs, pooled(g, b, "parking_lot", 200.0, 300.0), pooled(g, b, "std", 400.0, 500.0),
+                wait | {"contender": "aqs", "max_wait_ns": [1e6, 3e6, 2e6]},
+                wait | {"contender": "parking_lot", "max_wait_ns": [4e6, 4e6, 4e6]}]
+        jdk = [pooled(g, b, "jdk-nonfair", 50.0, 60.0), wait | {"contender": "jdk-fair", "max_wait_ns": [8e6] * 3}]
+        md = self.run_report([], [], cells, more={"rust-rwlock": rust, "jdk-rwlock": jdk})
+        self.assertIn("# Part 3: Read-write lock", md)
+        self.assertIn("| aqs RwLock | 10.0 | 1.50 | 2.00 | n/a | n/a | n/a |", md)  # read ns, ×pl, ×std
+        # 90% reads at T=4: 10 M ops/s, twice parking_lot, 0.12 µs CPU, 4× std, half the JDK nonfair
+        self.assertIn("| n/a | n/a | n/a | 10.0 (2.00) · 0.12 | 4.00 | 0.5 | n/a | n/a | n/a |", md)
+        # reads spread per window 3, 1, 5 -> 3; writes 1, ∞ (a thread with none), left out (none) -> ∞
+        self.assertRegex(md, r"\| aqs RwLock \|( n/a \|){7} 3\.00 \|")
+        self.assertRegex(md, r"\| aqs RwLock \|( n/a \|){4} ∞ \|")
+        # the longest wait: median window 2 ms, worst 3 ms, median 0.2 µs, ×pl 2, 6 writes a window
+        self.assertIn("| aqs RwLock | 2000 | 3000 | 0.2 | 2.00 | 6 |", md)
+        self.assertIn("| JDK ReentrantReadWriteLock fair (FIFO) | 8000 | 8000 | 0.2 | 0.5 | 6 |", md)
+
+    def test_rwlock_split_spread_is_all_windows_without_writes_a_dash(self):
+        cell = {"window_counts": [[5, 5], [4, 6]], "window_reads": [[5, 5], [4, 6]]}
+        self.assertEqual(br.show_split_spread(cell, True), "1.50")
+        self.assertEqual(br.show_split_spread(cell, False), "–")
+        self.assertEqual(br.show_split_spread({"window_counts": [[5, 5]]}, True), "n/a")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-//! What both bench targets measure with: the critical section's work, the
+//! What the bench targets measure with: the critical section's work, the
 //! process CPU clock, the thread-pool windows, the ping-pong and wake-all
 //! rounds, criterion's set-up and the JSON lines for `bench_report.py`.
 
@@ -69,7 +69,8 @@ pub fn process_cpu_time() -> Duration {
 // A pool of workers, measured in windows
 // ---------------------------------------------------------------------------
 
-/// Workers each looping `op(worker index)`, one operation (a "pair") a call.
+/// Workers each looping `op(worker index)`, one operation (a "pair") a call;
+/// an operation for which `op` returns true also counts as a read.
 struct Pool<F> {
     op: F,
     stop: Padded<AtomicBool>,
@@ -78,14 +79,17 @@ struct Pool<F> {
     done: Barrier,
     /// Operations completed by each worker so far; only its owner writes it.
     counts: Vec<Padded<AtomicU64>>,
+    /// Of those, the reads (operations for which `op` returned true).
+    reads: Vec<Padded<AtomicU64>>,
 }
 
 /// One measurement window: wall and process CPU time, and each worker's
-/// operations.
+/// operations, and of those its reads (empty when the cell counts none).
 struct Window {
     wall: Duration,
     cpu: Duration,
     counts: Vec<u64>,
+    reads: Vec<u64>,
 }
 
 impl Window {
@@ -101,16 +105,20 @@ impl Window {
     }
 }
 
-impl<F: Fn(usize) + Sync> Pool<F> {
+impl<F: Fn(usize) -> bool + Sync> Pool<F> {
     fn work(&self, i: usize) {
         loop {
             self.start.wait();
             if self.exit.load(Relaxed) {
                 return;
             }
-            let mut n = self.counts[i].load(Relaxed);
+            let (mut n, mut r) = (self.counts[i].load(Relaxed), self.reads[i].load(Relaxed));
             while !self.stop.load(Relaxed) {
-                (self.op)(i);
+                if (self.op)(i) {
+                    // Before the count: a snapshot never sees more reads than operations.
+                    r += 1;
+                    self.reads[i].store(r, Relaxed);
+                }
                 n += 1;
                 self.counts[i].store(n, Relaxed);
             }
@@ -118,8 +126,9 @@ impl<F: Fn(usize) + Sync> Pool<F> {
         }
     }
 
-    fn snapshot(&self) -> Vec<u64> {
-        self.counts.iter().map(|c| c.load(Relaxed)).collect()
+    fn snapshot(&self) -> (Vec<u64>, Vec<u64>) {
+        let load = |c: &Vec<Padded<AtomicU64>>| c.iter().map(|c| c.load(Relaxed)).collect();
+        (load(&self.reads), load(&self.counts))
     }
 
     /// Releases the workers, lets them run for a ramp (`length / 10`, 1 to
@@ -135,8 +144,14 @@ impl<F: Fn(usize) + Sync> Pool<F> {
         let (after, wall, cpu) = (self.snapshot(), t0.elapsed(), process_cpu_time() - cpu0);
         self.stop.store(true, Relaxed);
         self.done.wait();
-        let counts = after.iter().zip(&before).map(|(a, b)| a - b).collect();
-        Window { wall, cpu, counts }
+        let minus = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(a, b)| a - b).collect::<Vec<_>>();
+        let (counts, reads) = (minus(&after.1, &before.1), minus(&after.0, &before.0));
+        Window {
+            wall,
+            cpu,
+            counts,
+            reads,
+        }
     }
 }
 
@@ -148,10 +163,49 @@ impl<F: Fn(usize) + Sync> Pool<F> {
 /// last `SAMPLES` calls) go to `out`.
 pub fn pooled(
     g: &mut Group<'_>,
-    (group, bench): (&str, &str),
+    id: (&str, &str),
     name: &str,
     threads: usize,
     op: impl Fn(usize) + Sync,
+    out: &mut Out,
+) {
+    run_pool(
+        g,
+        id,
+        name,
+        threads,
+        |i| {
+            op(i);
+            false
+        },
+        false,
+        out,
+    );
+}
+
+/// As [`pooled`], for a cell whose operations are reads or writes: `op`
+/// returns whether it read, and the JSON line also carries each worker's
+/// reads per window (`window_reads`).
+pub fn pooled_rw(
+    g: &mut Group<'_>,
+    id: (&str, &str),
+    name: &str,
+    threads: usize,
+    op: impl Fn(usize) -> bool + Sync,
+    out: &mut Out,
+) {
+    run_pool(g, id, name, threads, op, true, out);
+}
+
+/// [`pooled`] and [`pooled_rw`]: `reads` says whether the JSON line carries
+/// the reads.
+fn run_pool(
+    g: &mut Group<'_>,
+    (group, bench): (&str, &str),
+    name: &str,
+    threads: usize,
+    op: impl Fn(usize) -> bool + Sync,
+    reads: bool,
     out: &mut Out,
 ) {
     let pool = Pool {
@@ -161,6 +215,7 @@ pub fn pooled(
         start: Barrier::new(threads + 1),
         done: Barrier::new(threads + 1),
         counts: (0..threads).map(|_| Padded(AtomicU64::new(0))).collect(),
+        reads: (0..threads).map(|_| Padded(AtomicU64::new(0))).collect(),
     };
     let mut windows: Vec<Window> = Vec::new();
     thread::scope(|scope| {
@@ -174,7 +229,10 @@ pub fn pooled(
                     (t + w.wall, n + w.counts.iter().sum::<u64>())
                 });
                 let want = wall.as_nanos() as f64 / pairs.max(1) as f64 * iters as f64;
-                let w = pool.window(Duration::from_nanos(want.clamp(1e7, 2e9) as u64));
+                let mut w = pool.window(Duration::from_nanos(want.clamp(1e7, 2e9) as u64));
+                if !reads {
+                    w.reads.clear();
+                }
                 let per_pair = w.per_pair(w.wall);
                 windows.push(w);
                 Duration::from_nanos((per_pair * iters as f64).round() as u64)
@@ -298,6 +356,7 @@ pub fn ping_pong(
                     wall,
                     cpu,
                     counts: vec![iters],
+                    reads: Vec::new(),
                 });
                 wall
             })
@@ -378,6 +437,14 @@ pub fn wake_all(
 pub struct Out(String);
 
 impl Out {
+    /// Keeps one JSON line written by a bench target's own measurement (one
+    /// that is not a pool or ping-pong cell, such as the read-write lock
+    /// suite's writer waits); `json` is one object without the newline.
+    pub fn line(&mut self, json: &str) {
+        self.0.push_str(json);
+        self.0.push('\n');
+    }
+
     /// Prints a cell's medians and ranges over the windows of criterion's
     /// samples (the last `SAMPLES`; none when criterion skipped the cell),
     /// and keeps its JSON line: wall and CPU ns per operation of each window,
@@ -391,6 +458,7 @@ impl Out {
         let cpu: Vec<f64> = windows.iter().map(|w| w.per_pair(w.cpu)).collect();
         let spread: Vec<f64> = windows.iter().map(Window::spread).collect();
         let per_window: Vec<&Vec<u64>> = windows.iter().map(|w| &w.counts).collect();
+        let reads: Vec<&Vec<u64>> = windows.iter().map(|w| &w.reads).collect();
         let counts: Vec<u64> = (0..windows[0].counts.len())
             .map(|i| windows.iter().map(|w| w.counts[i]).sum())
             .collect();
@@ -405,12 +473,16 @@ impl Out {
             show(&cpu, |ns| ns / 1e3),
             show(&spread, |x| x),
         );
-        let _ = writeln!(
+        let _ = write!(
             self.0,
             "{{\"group\": \"{group}\", \"bench\": \"{bench}\", \"contender\": \"{name}\", \
              \"samples_ns\": {wall:?}, \"cpu_ns\": {cpu:?}, \"counts\": {counts:?}, \
-             \"window_counts\": {per_window:?}}}",
+             \"window_counts\": {per_window:?}",
         );
+        if !windows[0].reads.is_empty() {
+            let _ = write!(self.0, ", \"window_reads\": {reads:?}");
+        }
+        self.0.push_str("}\n");
     }
 }
 
