@@ -96,6 +96,16 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         }
     }
 
+    /// A writer that finds readers inside queues at once: until it is
+    /// queued, arriving readers do not defer to it, so its spin would only
+    /// watch new readers come in (and a spin's late yields would hand the
+    /// CPU to them).
+    #[inline]
+    fn arrival_may_spin(&self, mode: queue::Mode, value: u32) -> bool {
+        let free = value & !HANDOFF;
+        mode == queue::Mode::Shared || free == 0 || free == FREE
+    }
+
     /// A FIFO read defers to anyone queued (the hook refuses on
     /// `others_queued`); a nonfair one only to a writer first in line.
     #[inline]
@@ -162,10 +172,9 @@ impl<const FAIR: bool> RwCore<FAIR> {
 
     #[inline]
     pub(crate) fn read(&self, deadline: Option<Instant>) -> bool {
-        // The first reader of an idle lock, as the hook would grant it (W1).
-        if self.sync.try_take_idle(FREE, FREE - 1)
-            || self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1) == TryAcquire::Acquired
-        {
+        // No idle-state CAS first (as for writes): readers usually find
+        // other readers inside, and a failed CAS would cost them an RMW.
+        if self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1) == TryAcquire::Acquired {
             return true;
         }
         self.check_read_limit();

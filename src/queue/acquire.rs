@@ -239,8 +239,12 @@ impl RawSync {
     ) -> Result<(), AcquireFailed> {
         let discipline = policy.discipline();
         let spin = Spin::new();
-        while discipline.arrival_spins() && waiters_of(self.state.load(Relaxed)) == 0 && spin.spin()
-        {
+        let may_spin = |s: u64| {
+            discipline.arrival_spins()
+                && waiters_of(s) == 0
+                && policy.arrival_may_spin(mode, value_of(s))
+        };
+        while may_spin(self.state.load(Relaxed)) && spin.spin() {
             match self.arrive(policy, mode, arg) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),

@@ -245,8 +245,6 @@ pub(crate) use condition::{Bound, Condition, Waited};
 #[cfg(feature = "async")]
 #[cfg_attr(aqs_loom, allow(unused_imports))]
 pub(crate) use future::QueuedAcquire;
-#[cfg(feature = "async")]
-#[cfg_attr(aqs_loom, allow(unused_imports))]
 pub(crate) use policy::Mode;
 pub(crate) use policy::{Acquired, Discipline, Policy};
 pub(crate) use state::{is_closed, value_of, waiters_of};

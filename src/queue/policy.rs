@@ -89,6 +89,16 @@ pub(crate) trait Policy {
         false
     }
 
+    /// Whether an arrival in `mode` that found `value` may spin before it
+    /// queues (barging policies only; see `Discipline::arrival_spins`).
+    /// A write lock's arrival that finds readers inside gains nothing by
+    /// spinning: new readers do not defer to a writer until it is queued.
+    /// On by default.
+    fn arrival_may_spin(&self, mode: Mode, value: u32) -> bool {
+        let _ = (mode, value);
+        true
+    }
+
     /// Whether a release that left `value` may let a waiter in, and so must
     /// go through the head. A latch's count-down that leaves the count
     /// above zero lets nobody in. On by default.
