@@ -1,9 +1,17 @@
-//! Curator's lock recipes on a real ZooKeeper (issue 27).
+//! Curator's lock recipes on a real ZooKeeper (issue 27), with Curator 5's znode layout.
 //!
-//! Work in progress. So far this crate holds only [`server`], the harness that starts a real
-//! ZooKeeper from Debian's `zookeeper` package on a free loopback port for tests. The recipe
-//! types (`Semaphore`, `Mutex`, `SemaphoreMutex`, `RwLock`, `MultiLock`) are not written yet.
+//! Work in progress. So far: [`Mutex`] (Curator's `InterProcessMutex` protocol, not yet
+//! reentrant) and [`server`], the harness that starts a real ZooKeeper from Debian's
+//! `zookeeper` package for tests. `Semaphore`, `SemaphoreMutex`, `RwLock`, `MultiLock` and the
+//! blocking facade are not written yet.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod error;
+mod mutex;
+mod node;
 pub mod server;
+
+pub use error::Error;
+pub use mutex::{Mutex, MutexGuard};
+pub use zookeeper_client;

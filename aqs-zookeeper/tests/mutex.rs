@@ -1,0 +1,155 @@
+//! Behaviour of `Mutex` against a real ZooKeeper; every wait is bounded.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aqs_zookeeper::server::TestServer;
+use aqs_zookeeper::zookeeper_client as zk;
+use aqs_zookeeper::{Error, Mutex};
+use tokio::time::timeout;
+
+const BOUND: Duration = Duration::from_secs(20);
+
+fn server() -> TestServer {
+    TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start")
+}
+
+async fn client(server: &TestServer) -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .connect(&server.addr().to_string())
+        .await
+        .expect("connect")
+}
+
+/// Polls until `path` has `n` children, bounded.
+async fn wait_children(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
+    timeout(BOUND, async {
+        loop {
+            let children = c.list_children(path).await.unwrap_or_default();
+            if children.len() == n {
+                return children;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{path} never had {n} children"))
+}
+
+fn is_curator_lock_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("_c_") else {
+        return false;
+    };
+    let (uuid, tail) = rest.split_at(36);
+    uuid::Uuid::parse_str(uuid)
+        .map(|u| u.get_version_num() == 4)
+        .unwrap_or(false)
+        && uuid.chars().all(|c| !c.is_ascii_uppercase())
+        && tail
+            .strip_prefix("-lock-")
+            .is_some_and(|s| s.len() == 10 && s.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_names_and_parents_match_curator_layout() {
+    let s = server();
+    let c = client(&s).await;
+    let m = Mutex::new(c.clone(), "/layout/a/mutex").unwrap();
+    let g = timeout(BOUND, m.acquire()).await.unwrap().unwrap();
+    let children = c.list_children("/layout/a/mutex").await.unwrap();
+    assert_eq!(children.len(), 1);
+    assert!(is_curator_lock_name(&children[0]), "{children:?}");
+    assert_eq!(g.node_path(), format!("/layout/a/mutex/{}", children[0]));
+    let (data, stat) = c.get_data(g.node_path()).await.unwrap();
+    assert_eq!(data, b"127.0.0.1");
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
+    drop(g);
+    wait_children(&c, "/layout/a/mutex", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_waiter_leaves_nothing_and_a_release_hands_off() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    let a = Mutex::new(ca.clone(), "/handoff").unwrap();
+    let b = Mutex::new(cb, "/handoff").unwrap();
+    let ga = timeout(BOUND, a.acquire()).await.unwrap().unwrap();
+    let none = b.try_acquire_for(Duration::from_millis(300)).await.unwrap();
+    assert!(none.is_none(), "the mutex was granted twice");
+    wait_children(&ca, "/handoff", 1).await;
+
+    let waiter = tokio::spawn(async move { b.acquire().await });
+    wait_children(&ca, "/handoff", 2).await;
+    assert!(
+        !waiter.is_finished(),
+        "the waiter got the lock while it was held"
+    );
+    let token_a = ga.fencing_token();
+    drop(ga);
+    let gb = timeout(BOUND, waiter)
+        .await
+        .expect("release did not wake the waiter")
+        .unwrap()
+        .unwrap();
+    assert!(gb.fencing_token() > token_a);
+    assert!(!gb.is_lost());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_two_holders_among_four_clients() {
+    let s = server();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let m = Mutex::new(client(&s).await, "/exclusion").unwrap();
+        let inside = inside.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut last = 0;
+            for _ in 0..5 {
+                let g = m.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                assert!(g.fencing_token() > last);
+                last = g.fencing_token();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    for t in tasks {
+        timeout(BOUND, t).await.expect("bounded").unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_learns_its_node_was_deleted() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    let g = timeout(BOUND, Mutex::new(ca, "/lost").unwrap().acquire())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!g.is_lost());
+    cb.delete(g.node_path(), None).await.unwrap();
+    timeout(BOUND, g.lost())
+        .await
+        .expect("loss was never signalled");
+    assert!(g.is_lost());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_paths_are_refused_and_write_nothing() {
+    let s = server();
+    let c = client(&s).await;
+    for p in ["", "/", "relative", "/trailing/", "/a//b", "/a/./b"] {
+        assert!(
+            matches!(Mutex::new(c.clone(), p), Err(Error::InvalidPath(_))),
+            "{p:?}"
+        );
+    }
+    assert_eq!(
+        c.list_children("/").await.unwrap(),
+        vec!["zookeeper".to_string()]
+    );
+}
