@@ -81,7 +81,10 @@ impl Mutex {
         self.acquire_inner(Some(Instant::now() + timeout)).await
     }
 
-    async fn acquire_inner(&self, deadline: Option<Instant>) -> Result<Option<MutexGuard>, Error> {
+    pub(crate) async fn acquire_inner(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MutexGuard>, Error> {
         let prefix = node::new_prefix();
         let mut cleanup = Cleanup {
             armed: Some((self.client.clone(), self.path.to_string(), prefix.clone())),
@@ -163,7 +166,7 @@ impl MutexGuard {
     /// Whether the holder's node is known to be gone (session expired or node deleted): the lock
     /// may now be held by someone else.
     pub fn is_lost(&self) -> bool {
-        *self.lease.lost.borrow()
+        self.lease.is_lost()
     }
 
     /// Completes when the holder's node is known to be gone.
@@ -171,15 +174,14 @@ impl MutexGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) {
-        let mut rx = self.lease.lost.clone();
-        let _ = rx.wait_for(|lost| *lost).await;
+        self.lease.lost().await
     }
 }
 
 /// A held node: watches it for loss and deletes it on drop.
 #[derive(Debug)]
 pub(crate) struct Lease {
-    pub(crate) client: zk::Client,
+    client: zk::Client,
     pub(crate) own: OwnNode,
     lost: watch::Receiver<bool>,
     monitor: tokio::task::JoinHandle<()>,
@@ -221,5 +223,16 @@ impl Drop for Lease {
             self.client.clone(),
             self.own.path.clone(),
         ));
+    }
+}
+
+impl Lease {
+    pub(crate) fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    pub(crate) async fn lost(&self) {
+        let mut rx = self.lost.clone();
+        let _ = rx.wait_for(|lost| *lost).await;
     }
 }

@@ -21,7 +21,7 @@ pub struct TestServer {
 
 impl TestServer {
     /// Starts a standalone server on a free loopback port and waits up to `timeout` until it
-    /// answers the `ruok` four-letter word with `imok`.
+    /// serves requests (its `srvr` four-letter word reports a mode).
     ///
     /// # Errors
     /// Fails if `java` cannot be spawned, the server exits, or it does not serve within
@@ -60,9 +60,11 @@ impl TestServer {
         };
         let deadline = Instant::now() + timeout;
         loop {
+            // `ruok` answers `imok` before the server serves requests; `srvr` reports a mode
+            // only once it does.
             if server
-                .four_letter("ruok")
-                .map(|r| r == "imok")
+                .four_letter("srvr")
+                .map(|r| r.contains("Mode: "))
                 .unwrap_or(false)
             {
                 return Ok(server);
