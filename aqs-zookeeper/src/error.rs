@@ -2,20 +2,59 @@
 
 use std::fmt;
 
+use zookeeper_client as zk;
+
 /// Why a lock or semaphore operation failed.
+///
+/// Every error leaves nothing of the failed attempt in ZooKeeper: nodes it created are deleted
+/// (found again by their protected names if a reply was lost), from a task on the current Tokio
+/// runtime, retried until the server confirms or the session ends.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The path is not a valid absolute ZooKeeper path (it must start with `/`, must not end
-    /// with `/` and must not contain empty segments). Nothing was written.
+    /// with `/`, and must not contain empty, `.` or `..` segments). Nothing was written.
     InvalidPath(String),
     /// A semaphore limit of 0: no one could ever acquire. Nothing was written.
     InvalidLimit,
-    /// The session that created this client's node ended (expired or closed) while the
-    /// operation was under way; its ephemeral nodes are gone or going, so nothing was granted.
+    /// A request for 0 permits, or for more than the semaphore's limit, which could never be
+    /// granted. Nothing was written.
+    InvalidPermits {
+        /// The permits asked for.
+        requested: u32,
+        /// The limit at the time of the request.
+        limit: u32,
+    },
+    /// This client's configured limit differs from the shared count node it was told to agree
+    /// with. Curator leaves such a mismatch to convention; here it is refused before anything is
+    /// written.
+    LimitMismatch {
+        /// The limit this client was constructed with.
+        configured: u32,
+        /// The value of the shared count node.
+        shared: u32,
+    },
+    /// The shared count node is missing or does not hold a positive 4-byte big-endian integer
+    /// (Curator's `SharedCount` encoding).
+    InvalidSharedCount {
+        /// The count node's path.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A multi-lock names the same lock twice; it would wait for itself.
+    DuplicateLock(String),
+    /// A write lock asked for through a handle that holds the read lock: it would queue behind
+    /// its own read node and wait forever, as Curator's does. Release the read guard first.
+    WouldDeadlock,
+    /// The session ended (expired, or the connection stayed down for a whole session timeout, by
+    /// which time the server has expired it or will as soon as it runs) while the operation was
+    /// under way. Nothing was granted; the client's ephemeral nodes are gone or going.
     SessionLost,
+    /// The client was closed before or during the operation.
+    Closed,
     /// Any other error from the ZooKeeper client.
-    Zk(zookeeper_client::Error),
+    Zk(zk::Error),
 }
 
 impl fmt::Display for Error {
@@ -23,20 +62,42 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidPath(p) => write!(f, "invalid ZooKeeper path {p:?}"),
             Error::InvalidLimit => f.write_str("a semaphore limit must be at least 1"),
+            Error::InvalidPermits { requested, limit } => write!(
+                f,
+                "cannot acquire {requested} permits of a semaphore with limit {limit}"
+            ),
+            Error::LimitMismatch { configured, shared } => write!(
+                f,
+                "this client's limit {configured} differs from the shared count {shared}"
+            ),
+            Error::InvalidSharedCount { path, reason } => {
+                write!(f, "shared count node {path:?}: {reason}")
+            }
+            Error::DuplicateLock(p) => write!(f, "the multi-lock names {p:?} twice"),
+            Error::WouldDeadlock => f.write_str(
+                "write lock requested through a handle that holds the read lock (no upgrades)",
+            ),
             Error::SessionLost => f.write_str("the ZooKeeper session ended during the operation"),
+            Error::Closed => f.write_str("the ZooKeeper client is closed"),
             Error::Zk(e) => write!(f, "ZooKeeper: {e}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Zk(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
-impl From<zookeeper_client::Error> for Error {
-    fn from(e: zookeeper_client::Error) -> Error {
+impl From<zk::Error> for Error {
+    fn from(e: zk::Error) -> Error {
         match e {
-            zookeeper_client::Error::SessionExpired | zookeeper_client::Error::ClientClosed => {
-                Error::SessionLost
-            }
+            zk::Error::SessionExpired | zk::Error::AuthFailed => Error::SessionLost,
+            zk::Error::ClientClosed => Error::Closed,
             e => Error::Zk(e),
         }
     }

@@ -1,25 +1,46 @@
-//! `Mutex`: Curator's `InterProcessMutex` node protocol.
+//! `Mutex`: Curator's `InterProcessMutex`, reentrant per handle.
+//!
+//! Invariants:
+//! - **M1** A handle holds at most one lock node at a time; every live guard of the handle
+//!   shares it (`Arc<Lease>`), so the hold count is the number of live guards and the node is
+//!   deleted when the last one goes (lease rule L1).
+//! - **M2** Acquires through one handle are serialized by `acquiring`, so two tasks racing on
+//!   one handle never create two nodes: the second finds the first's grant and re-enters.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use crate::node::{self, Cleanup, OwnNode};
+use crate::lease::Lease;
+use crate::node::{self, Cleanup};
+use crate::queue::{Queue, Turn};
 use crate::Error;
 
 /// Curator's lock name for mutex nodes.
-const LOCK_NAME: &str = "lock-";
+pub(crate) const LOCK_NAME: &str = "lock-";
 
-/// A cluster-wide mutex with Curator's `InterProcessMutex` layout: each contender creates
-/// `PATH/_c_<uuid>-lock-<seq>` (ephemeral-sequential); the lowest sequence holds the lock and each
-/// waiter watches only its predecessor, so a release wakes one waiter.
+/// A cluster-wide, reentrant, FIFO mutex with Curator's `InterProcessMutex` layout.
 ///
-/// Java clients using `InterProcessMutex` on the same path take part in the same queue.
+/// Each contender creates `PATH/_c_<uuid>-lock-<seq>` (ephemeral-sequential). The lowest
+/// sequence holds the lock and each waiter watches only its predecessor, so a release wakes one
+/// waiter. Java clients using `InterProcessMutex` on the same path share the queue.
 ///
-/// Not yet reentrant: a second `acquire` from the same owner queues behind the first.
+/// **Reentrancy is per handle.** Curator counts holds per thread; a task is not a thread, so
+/// here the owner is the `Mutex` value. While a guard from a handle is alive, another
+/// [`acquire`](Self::acquire) through the same handle returns at once with another guard on
+/// the same node, and the node is deleted when the last guard goes. Give each task that must be
+/// excluded from the others its own handle.
+///
+/// | Curator `InterProcessMutex` | `aqs_zookeeper::Mutex` |
+/// |---|---|
+/// | `new InterProcessMutex(client, path)` | [`Mutex::new`] |
+/// | `acquire()` | [`acquire`](Self::acquire) |
+/// | `acquire(time, unit)` | [`try_acquire_for`](Self::try_acquire_for), [`try_acquire_until`](Self::try_acquire_until) |
+/// | `release()` | drop the guard, or [`MutexGuard::release`] |
+/// | `isAcquiredInThisProcess()` | [`is_acquired`](Self::is_acquired) |
 ///
 /// # Examples
 /// ```no_run
@@ -27,15 +48,18 @@ const LOCK_NAME: &str = "lock-";
 /// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = aqs_zookeeper::Mutex::new(client, "/demo/mutex")?;
 /// let guard = mutex.acquire().await?;
+/// let again = mutex.acquire().await?; // reentrant: same handle, same node
 /// println!("holding with fencing token {}", guard.fencing_token());
-/// drop(guard); // deletes the node, even across a connection loss
+/// drop(again);
+/// guard.release().await?; // deletes the node and waits for the server to confirm
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Mutex {
     client: zk::Client,
     path: Arc<str>,
+    owner: Owner,
 }
 
 impl Mutex {
@@ -48,6 +72,7 @@ impl Mutex {
         Ok(Mutex {
             client,
             path: path.into(),
+            owner: Owner::default(),
         })
     }
 
@@ -56,17 +81,34 @@ impl Mutex {
         &self.path
     }
 
-    /// Waits until this client holds the mutex.
+    /// Whether a guard from this handle is alive.
+    pub fn is_acquired(&self) -> bool {
+        self.owner.current().is_some()
+    }
+
+    /// Waits until this handle holds the mutex.
     ///
     /// # Errors
-    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Zk`] for other
+    /// [`Error::SessionLost`] if the session ends while waiting, or if this handle's current
+    /// hold was lost; [`Error::Closed`] if the client is closed; [`Error::Zk`] for other
     /// ZooKeeper failures. On error nothing of this attempt stays in ZooKeeper.
     ///
     /// # Cancel safety
     /// Dropping the future deletes this attempt's node (found by its protected name if the
     /// create's reply was lost), from a task spawned on the current Tokio runtime.
     pub async fn acquire(&self) -> Result<MutexGuard, Error> {
-        Ok(self.acquire_inner(None).await?.expect("no deadline"))
+        Ok(self.acquire_until_inner(None).await?.expect("no deadline"))
+    }
+
+    /// Takes the mutex only if no one holds it or waits for it, after one look at the queue.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<MutexGuard>, Error> {
+        self.acquire_until_inner(Some(Instant::now())).await
     }
 
     /// Like [`acquire`](Self::acquire), but gives up after `timeout` and returns `Ok(None)`,
@@ -78,161 +120,173 @@ impl Mutex {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, Error> {
-        self.acquire_inner(Some(Instant::now() + timeout)).await
+        self.acquire_until_inner(Some(Instant::now() + timeout))
+            .await
     }
 
-    pub(crate) async fn acquire_inner(
+    /// Like [`try_acquire_for`](Self::try_acquire_for), with a deadline.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<Option<MutexGuard>, Error> {
+        self.acquire_until_inner(Some(Instant::from_std(deadline)))
+            .await
+    }
+
+    pub(crate) async fn acquire_until_inner(
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<MutexGuard>, Error> {
-        let prefix = node::new_prefix();
-        let mut cleanup = Cleanup {
-            armed: Some((self.client.clone(), self.path.to_string(), prefix.clone())),
-        };
-        let own = node::create_protected(&self.client, &self.path, &prefix, LOCK_NAME).await?;
-        if wait_first(&self.client, &self.path, &own, deadline).await? {
-            cleanup.armed = None;
-            Ok(Some(MutexGuard::new(self.client.clone(), own)))
-        } else {
-            Ok(None)
-        }
+        let lease = self
+            .owner
+            .acquire(deadline, || {
+                lock_node(
+                    &self.client,
+                    &self.path,
+                    LOCK_NAME,
+                    &[LOCK_NAME],
+                    Turn::Exclusive,
+                    deadline,
+                )
+            })
+            .await?;
+        Ok(lease.map(|lease| MutexGuard { lease }))
     }
 }
 
-/// Waits until `own` sorts first among the lock's children; `false` on deadline.
-pub(crate) async fn wait_first(
+/// Creates a node named `lock_name` under `parent` and waits for its turn: one grant of a lock
+/// recipe whose queue sorts by `lock_names`. `Ok(None)` at the deadline, with the node deleted.
+pub(crate) async fn lock_node(
     client: &zk::Client,
     parent: &str,
-    own: &OwnNode,
+    lock_name: &'static str,
+    lock_names: &'static [&'static str],
+    turn: Turn,
     deadline: Option<Instant>,
-) -> Result<bool, Error> {
-    loop {
-        let children = client.list_children(parent).await?;
-        let mut seqs: Vec<(u64, &String)> = children
-            .iter()
-            .filter_map(|c| node::sequence_of(c, LOCK_NAME).map(|s| (s, c)))
-            .collect();
-        seqs.sort();
-        let Some(pos) = seqs.iter().position(|(_, c)| **c == own.name) else {
-            // Our node is gone: the session that made it ended.
-            return Err(Error::SessionLost);
-        };
-        if pos == 0 {
-            return Ok(true);
-        }
-        let pred = format!("{parent}/{}", seqs[pos - 1].1);
-        let watcher = match client.check_and_watch_stat(&pred).await? {
-            (Some(_), w) => w,
-            (None, _) => continue,
-        };
-        match deadline {
-            None => {
-                watcher.changed().await;
-            }
-            Some(d) => {
-                if tokio::time::timeout_at(d, watcher.changed()).await.is_err() {
-                    return Ok(false);
-                }
-            }
-        }
+) -> Result<Option<Lease>, Error> {
+    let mut cleanup = Cleanup::new(client);
+    let prefix = cleanup.prefix(parent);
+    let own = node::create_protected(client, parent, &prefix, lock_name).await?;
+    let queue = Queue {
+        client,
+        parent,
+        lock_names,
+    };
+    if queue.wait_turn(&own, turn, deadline).await? {
+        cleanup.disarm();
+        Ok(Some(Lease::new(client, vec![own])))
+    } else {
+        Ok(None)
     }
 }
 
-/// Proof of holding a [`Mutex`]; dropping it releases the lock.
+/// Reentrancy by handle (M1, M2).
+#[derive(Debug, Default)]
+pub(crate) struct Owner {
+    held: std::sync::Mutex<Weak<Lease>>,
+    acquiring: tokio::sync::Mutex<()>,
+}
+
+impl Owner {
+    /// The handle's live hold, if any.
+    pub(crate) fn current(&self) -> Option<Arc<Lease>> {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .upgrade()
+    }
+
+    /// Re-enters the live hold, or runs `grant` and records its lease as the hold.
+    pub(crate) async fn acquire<F, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        grant: F,
+    ) -> Result<Option<Arc<Lease>>, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Option<Lease>, Error>>,
+    {
+        let _serial = match deadline {
+            None => self.acquiring.lock().await,
+            Some(d) => match tokio::time::timeout_at(d, self.acquiring.lock()).await {
+                Ok(g) => g,
+                // Another acquire through this handle is still waiting; look once more.
+                Err(_) => match self.acquiring.try_lock() {
+                    Ok(g) => g,
+                    Err(_) => return Ok(None),
+                },
+            },
+        };
+        if let Some(lease) = self.current() {
+            if lease.is_lost() {
+                return Err(Error::SessionLost);
+            }
+            return Ok(Some(lease));
+        }
+        let Some(lease) = grant().await? else {
+            return Ok(None);
+        };
+        let lease = Arc::new(lease);
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&lease);
+        Ok(Some(lease))
+    }
+}
+
+/// Proof of holding a [`Mutex`]; the lock is released when the handle's last guard goes.
 #[must_use = "dropping the guard releases the lock at once"]
 #[derive(Debug)]
 pub struct MutexGuard {
-    lease: Lease,
+    lease: Arc<Lease>,
 }
 
 impl MutexGuard {
-    fn new(client: zk::Client, own: OwnNode) -> MutexGuard {
-        MutexGuard {
-            lease: Lease::new(client, own),
-        }
-    }
-
-    /// The zxid that created this holder's node: larger for every later holder of the lock, so a
-    /// resource can refuse writes stamped with an older token.
+    /// The zxid that created this holder's node. Every later holder of the lock has a larger
+    /// one, so a resource that remembers the largest token it has seen can refuse a stale
+    /// holder's writes.
     pub fn fencing_token(&self) -> i64 {
-        self.lease.own.czxid
+        self.lease.fencing_token()
     }
 
     /// The full path of this holder's node.
     pub fn node_path(&self) -> &str {
-        &self.lease.own.path
+        &self.lease.nodes()[0].path
     }
 
-    /// Whether the holder's node is known to be gone (session expired or node deleted): the lock
-    /// may now be held by someone else.
+    /// How many guards share this hold (reentrant acquires through one handle).
+    pub fn hold_count(&self) -> usize {
+        Arc::strong_count(&self.lease)
+    }
+
+    /// Whether the hold is known to be lost: the session ended, or the connection has been down
+    /// for a whole session timeout. Someone else may hold the lock now.
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
 
-    /// Completes when the holder's node is known to be gone.
+    /// Completes when [`is_lost`](Self::is_lost) becomes true.
     ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) {
         self.lease.lost().await
     }
-}
 
-/// A held node: watches it for loss and deletes it on drop.
-#[derive(Debug)]
-pub(crate) struct Lease {
-    client: zk::Client,
-    pub(crate) own: OwnNode,
-    lost: watch::Receiver<bool>,
-    monitor: tokio::task::JoinHandle<()>,
-    rt: tokio::runtime::Handle,
-}
-
-impl Lease {
-    pub(crate) fn new(client: zk::Client, own: OwnNode) -> Lease {
-        let (tx, lost) = watch::channel(false);
-        let monitor = tokio::spawn(monitor(client.clone(), own.path.clone(), tx));
-        Lease {
-            client,
-            own,
-            lost,
-            monitor,
-            rt: tokio::runtime::Handle::current(),
+    /// Releases this guard's hold and, if it was the handle's last, deletes the node and waits
+    /// until the server confirms it.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] or [`Error::Closed`] if the session ended first (its node is then
+    /// gone with it).
+    pub async fn release(self) -> Result<(), Error> {
+        match Arc::try_unwrap(self.lease) {
+            Ok(lease) => lease.release().await,
+            Err(_) => Ok(()),
         }
-    }
-}
-
-async fn monitor(client: zk::Client, path: String, tx: watch::Sender<bool>) {
-    loop {
-        match client.check_and_watch_stat(&path).await {
-            Ok((Some(stat), w)) if stat.ephemeral_owner == client.session_id().0 => {
-                w.changed().await;
-            }
-            Ok(_) => break,
-            Err(e) if node::terminated(&e) => break,
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-    let _ = tx.send(true);
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.monitor.abort();
-        self.rt.spawn(node::guaranteed_delete(
-            self.client.clone(),
-            self.own.path.clone(),
-        ));
-    }
-}
-
-impl Lease {
-    pub(crate) fn is_lost(&self) -> bool {
-        *self.lost.borrow()
-    }
-
-    pub(crate) async fn lost(&self) {
-        let mut rx = self.lost.clone();
-        let _ = rx.wait_for(|lost| *lost).await;
     }
 }

@@ -1,8 +1,22 @@
-//! Curator's node conventions: protected names, container parents, sequence order, and the
-//! guaranteed delete.
+//! Curator's node conventions: protected names, container parents, sequence order, the
+//! guaranteed delete, and riding out a connection loss without outliving the session.
+//!
+//! Invariants every recipe relies on:
+//! - **Z1** A node counts as this client's only while its `ephemeralOwner` is the client's
+//!   session. A `zookeeper_client::Client` never moves to a new session, so a node made by an
+//!   ended session can never grant anything (this is what CURATOR-604 gets wrong).
+//! - **Z2** Every create uses a fresh protected prefix `_c_<uuid v4>-`, so a create whose reply
+//!   was lost is found again by prefix (CURATOR-48) and a cancelled attempt can be deleted even
+//!   if its reply never arrived (CURATOR-79).
+//! - **Z3** Requests that fail with a connection loss are retried only while the session can
+//!   still be alive: once the connection has been down for a whole session timeout, the server
+//!   has expired the session or will as soon as it runs, and the operation fails with
+//!   [`Error::SessionLost`].
 
+use std::future::Future;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::Error;
@@ -23,10 +37,13 @@ pub(crate) fn validate_path(path: &str) -> Result<(), Error> {
     }
 }
 
-/// The sequence number after the last occurrence of `lock_name` in `node`, Curator's sort key.
-pub(crate) fn sequence_of(node: &str, lock_name: &str) -> Option<u64> {
-    let i = node.rfind(lock_name)?;
-    node[i + lock_name.len()..].parse().ok()
+/// The sequence number after the last occurrence of any of `lock_names` in `node`: Curator's
+/// sort key (`fixForSorting`). `None` for a child that is not a lock node of this recipe.
+pub(crate) fn sequence_of(node: &str, lock_names: &[&str]) -> Option<u64> {
+    lock_names.iter().find_map(|name| {
+        let i = node.rfind(name)?;
+        node[i + name.len()..].parse().ok()
+    })
 }
 
 /// Creates each missing ancestor of `parent` (and `parent` itself) as a container node, as
@@ -38,9 +55,10 @@ async fn ensure_containers(client: &zk::Client, parent: &str) -> Result<(), Erro
         .skip(1)
         .chain([(parent.len(), "")])
     {
-        match client.create(&parent[..i], b"", &opts).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(e) => return Err(e.into()),
+        let prefix = &parent[..i];
+        match retry(client, || client.create(prefix, b"", &opts)).await {
+            Ok(_) | Err(Error::Zk(zk::Error::NodeExists)) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
@@ -54,9 +72,9 @@ pub(crate) struct OwnNode {
     pub(crate) czxid: i64,
 }
 
-/// Creates `parent/_c_<uuid>-<base><seq>` (ephemeral-sequential), re-creating reaped parents.
-/// After a connection loss it looks for its own node by the protected prefix (CURATOR-48)
-/// before trying again.
+/// Creates `parent/<prefix><base><seq>` (ephemeral-sequential, data `127.0.0.1` as Curator
+/// writes), re-creating reaped container parents. After a connection loss it looks for its own
+/// node by the protected prefix (Z2) before trying again.
 pub(crate) async fn create_protected(
     client: &zk::Client,
     parent: &str,
@@ -78,6 +96,7 @@ pub(crate) async fn create_protected(
             }
             Err(zk::Error::NoNode) => ensure_containers(client, parent).await?,
             Err(zk::Error::ConnectionLoss) => {
+                reconnected(client).await?;
                 if let Some(node) = find_protected(client, parent, prefix).await? {
                     return Ok(node);
                 }
@@ -87,20 +106,20 @@ pub(crate) async fn create_protected(
     }
 }
 
-/// The child of `parent` whose name starts with `prefix`, if the server has one.
+/// The child of `parent` whose name starts with `prefix` and that this session owns (Z1).
 async fn find_protected(
     client: &zk::Client,
     parent: &str,
     prefix: &str,
 ) -> Result<Option<OwnNode>, Error> {
-    let children = match client.list_children(parent).await {
+    let children = match retry(client, || client.list_children(parent)).await {
         Ok(c) => c,
-        Err(zk::Error::NoNode) => return Ok(None),
-        Err(e) => return Err(e.into()),
+        Err(Error::Zk(zk::Error::NoNode)) => return Ok(None),
+        Err(e) => return Err(e),
     };
     for name in children.into_iter().filter(|c| c.starts_with(prefix)) {
         let path = format!("{parent}/{name}");
-        match client.check_stat(&path).await? {
+        match retry(client, || client.check_stat(&path)).await? {
             Some(stat) if stat.ephemeral_owner == client.session_id().0 => {
                 return Ok(Some(OwnNode {
                     path,
@@ -116,9 +135,9 @@ async fn find_protected(
 
 /// Deletes `path` until the server confirms it is gone or the session that owns it ended,
 /// retrying across connection losses (Curator's `guaranteed()` delete).
-pub(crate) async fn guaranteed_delete(client: zk::Client, path: String) {
+pub(crate) async fn guaranteed_delete(client: &zk::Client, path: &str) {
     loop {
-        match client.delete(&path, None).await {
+        match client.delete(path, None).await {
             Ok(()) | Err(zk::Error::NoNode) => return,
             Err(e) if terminated(&e) => return,
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -127,13 +146,13 @@ pub(crate) async fn guaranteed_delete(client: zk::Client, path: String) {
 }
 
 /// Deletes every node under `parent` whose name starts with `prefix`: the clean-up of an acquire
-/// that was cancelled or timed out, including one whose create reply never arrived (CURATOR-79).
-pub(crate) async fn delete_protected(client: zk::Client, parent: String, prefix: String) {
+/// that was cancelled, timed out or failed, including one whose create reply never arrived (Z2).
+pub(crate) async fn delete_protected(client: &zk::Client, parent: &str, prefix: &str) {
     loop {
-        match client.list_children(&parent).await {
+        match client.list_children(parent).await {
             Ok(children) => {
-                for name in children.into_iter().filter(|c| c.starts_with(&prefix)) {
-                    guaranteed_delete(client.clone(), format!("{parent}/{name}")).await;
+                for name in children.into_iter().filter(|c| c.starts_with(prefix)) {
+                    guaranteed_delete(client, &format!("{parent}/{name}")).await;
                 }
                 return;
             }
@@ -144,25 +163,50 @@ pub(crate) async fn delete_protected(client: zk::Client, parent: String, prefix:
     }
 }
 
-/// Arms a [`delete_protected`] that runs on drop unless disarmed: the acquire's own clean-up
-/// for cancellation, time-outs and errors.
+/// The protected names an acquire has created or may have created. Unless disarmed, dropping it
+/// deletes them from a task on the current runtime: the acquire's clean-up for cancellation,
+/// time-outs and errors.
 pub(crate) struct Cleanup {
-    pub(crate) armed: Option<(zk::Client, String, String)>,
+    client: zk::Client,
+    armed: Vec<(String, String)>,
+}
+
+impl Cleanup {
+    pub(crate) fn new(client: &zk::Client) -> Cleanup {
+        Cleanup {
+            client: client.clone(),
+            armed: Vec::new(),
+        }
+    }
+
+    /// Records a fresh protected prefix under `parent` (before its create is sent) and returns it.
+    pub(crate) fn prefix(&mut self, parent: &str) -> String {
+        let prefix = format!("_c_{}-", uuid::Uuid::new_v4());
+        self.armed.push((parent.to_owned(), prefix.clone()));
+        prefix
+    }
+
+    /// The attempt succeeded: its nodes now belong to a lease.
+    pub(crate) fn disarm(mut self) {
+        self.armed.clear();
+    }
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        if let Some((client, parent, prefix)) = self.armed.take() {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(delete_protected(client, parent, prefix));
-            }
+        if self.armed.is_empty() {
+            return;
+        }
+        let armed = std::mem::take(&mut self.armed);
+        let client = self.client.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                for (parent, prefix) in armed.iter().rev() {
+                    delete_protected(&client, parent, prefix).await;
+                }
+            });
         }
     }
-}
-
-/// A fresh protected prefix, `_c_<uuid v4>-`.
-pub(crate) fn new_prefix() -> String {
-    format!("_c_{}-", uuid::Uuid::new_v4())
 }
 
 /// Whether `e` means the client or its session is gone for good.
@@ -174,4 +218,62 @@ pub(crate) fn terminated(e: &zk::Error) -> bool {
             | zk::Error::AuthFailed
             | zk::Error::ClientClosed
     )
+}
+
+fn connected(s: zk::SessionState) -> bool {
+    matches!(
+        s,
+        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+    )
+}
+
+/// Waits until the session is connected again after a connection loss (Z3): `Err` once it ended,
+/// or once the connection has stayed down for a whole session timeout.
+pub(crate) async fn reconnected(client: &zk::Client) -> Result<(), Error> {
+    let mut states = client.state_watcher();
+    let wait = async {
+        loop {
+            let s = states.state();
+            if s == zk::SessionState::Closed {
+                return Err(Error::Closed);
+            }
+            if s.is_terminated() {
+                return Err(Error::SessionLost);
+            }
+            if connected(s) {
+                return Ok(());
+            }
+            states.changed().await;
+        }
+    };
+    tokio::time::timeout(client.session_timeout(), wait)
+        .await
+        .unwrap_or(Err(Error::SessionLost))
+}
+
+/// Runs `op` until it does not fail with a connection loss, waiting for the session to reconnect
+/// in between (Z3). Only for idempotent requests: reads, watches and deletes.
+pub(crate) async fn retry<T, F, Fut>(client: &zk::Client, mut op: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, zk::Error>>,
+{
+    loop {
+        match op().await {
+            Err(zk::Error::ConnectionLoss) => reconnected(client).await?,
+            r => return r.map_err(Error::from),
+        }
+    }
+}
+
+/// Waits for `watcher` to fire, or for `deadline`; `false` on deadline. A session that ends
+/// fires the watcher too, and the caller's next request reports it.
+pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {
+    match deadline {
+        None => {
+            watcher.changed().await;
+            true
+        }
+        Some(d) => tokio::time::timeout_at(d, watcher.changed()).await.is_ok(),
+    }
 }

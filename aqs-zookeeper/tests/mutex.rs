@@ -122,20 +122,41 @@ async fn never_two_holders_among_four_clients() {
     }
 }
 
+/// Ends `victim`'s session from outside: a second connection takes the session over and
+/// closes it, as an expiry would end it.
+async fn end_session(server: &TestServer, victim: &zk::Client) {
+    let thief = zk::Client::connector()
+        .with_session(victim.session().clone())
+        .connect(&server.addr().to_string())
+        .await
+        .expect("take the session over");
+    drop(thief);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_learns_its_node_was_deleted() {
+async fn a_holder_and_a_waiter_learn_their_session_ended() {
     let s = server();
     let (ca, cb) = (client(&s).await, client(&s).await);
-    let g = timeout(BOUND, Mutex::new(ca, "/lost").unwrap().acquire())
-        .await
-        .unwrap()
-        .unwrap();
+    let holder = Mutex::new(ca.clone(), "/lost").unwrap();
+    let g = timeout(BOUND, holder.acquire()).await.unwrap().unwrap();
     assert!(!g.is_lost());
-    cb.delete(g.node_path(), None).await.unwrap();
+    // A waiter on the same session: its node is ephemeral in the session that ends.
+    let other = Mutex::new(ca.clone(), "/lost").unwrap();
+    let waiter = tokio::spawn(async move { other.acquire().await.map(|_| ()) });
+    wait_children(&cb, "/lost", 2).await;
+    end_session(&s, &ca).await;
     timeout(BOUND, g.lost())
         .await
         .expect("loss was never signalled");
     assert!(g.is_lost());
+    let r = timeout(BOUND, waiter).await.expect("waiter hangs").unwrap();
+    assert!(matches!(r, Err(Error::SessionLost)), "{r:?}");
+    // A new acquire through the holder's handle is refused, not re-entered on a dead node.
+    assert!(matches!(holder.acquire().await, Err(Error::SessionLost)));
+    // The server removed the session's nodes; another client gets the lock.
+    let m = Mutex::new(cb.clone(), "/lost").unwrap();
+    let g2 = timeout(BOUND, m.acquire()).await.unwrap().unwrap();
+    assert!(g2.fencing_token() > g.fencing_token());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,275 @@
+//! `RwLock`: Curator's `InterProcessReadWriteLock`, reentrant per handle.
+//!
+//! Invariants:
+//! - **W1** Readers and writers share one parent and one sequence. A writer holds when its node
+//!   is first; a reader holds when no writer node sorts before its own (queue rule Q2 in
+//!   `queue.rs` gives who each watches).
+//! - **W2** A read asked for through a handle that holds the write lock shares the write node
+//!   (it neither queues nor creates a node). Curator instead creates a read node and grants it
+//!   at once, and that node can sort after a queued writer, which is then granted while the
+//!   downgraded reader still reads. Sharing the write node keeps the downgrade exclusive until
+//!   both guards are gone.
+//! - **W3** A write asked for through a handle that holds the read lock would wait behind its
+//!   own read node forever; it fails with [`Error::WouldDeadlock`] instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::lease::Lease;
+use crate::mutex::{lock_node, Owner};
+use crate::node;
+use crate::queue::Turn;
+use crate::Error;
+
+/// Curator's read node name: 8 characters, followed directly by the sequence.
+pub(crate) const READ_NAME: &str = "__READ__";
+/// Curator's write node name.
+pub(crate) const WRITE_NAME: &str = "__WRIT__";
+const LOCK_NAMES: [&str; 2] = [READ_NAME, WRITE_NAME];
+
+/// A cluster-wide read-write lock with Curator's `InterProcessReadWriteLock` layout.
+///
+/// ```text
+/// PATH                              container
+/// ├── _c_<uuid>-__WRIT__<seq10>     a writer: holds when first
+/// └── _c_<uuid>-__READ__<seq10>     a reader: holds when no writer sorts before it
+/// ```
+///
+/// Fair in arrival order: a reader that arrives after a waiting writer waits behind it. A
+/// release wakes only the waiters that watched the deleted node: a writer's successor, or the
+/// readers queued behind that writer. Java clients using `InterProcessReadWriteLock` on the
+/// same path share the queue.
+///
+/// Both halves are reentrant per handle, as [`Mutex`](crate::Mutex) is. A read through a
+/// handle that holds the write lock is granted at once and keeps the lock exclusive until both
+/// guards are gone (a safe downgrade). A write through a handle that holds a read fails with
+/// [`Error::WouldDeadlock`]: there are no upgrades.
+///
+/// | Curator `InterProcessReadWriteLock` | `aqs_zookeeper::RwLock` |
+/// |---|---|
+/// | `readLock().acquire()` | `read_lock().acquire()` |
+/// | `writeLock().acquire(time, unit)` | `write_lock().try_acquire_for(timeout)` |
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+/// let config = aqs_zookeeper::RwLock::new(client, "/demo/config")?;
+/// {
+///     let _read = config.read_lock().acquire().await?; // shared with other readers
+/// }
+/// let write = config.write_lock().acquire().await?; // alone
+/// drop(write);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct RwLock {
+    client: zk::Client,
+    path: Arc<str>,
+    read: Owner,
+    write: Owner,
+}
+
+impl RwLock {
+    /// A read-write lock at `path`. Writes nothing until the first acquire.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] if `path` is not an absolute ZooKeeper path.
+    pub fn new(client: zk::Client, path: &str) -> Result<RwLock, Error> {
+        node::validate_path(path)?;
+        Ok(RwLock {
+            client,
+            path: path.into(),
+            read: Owner::default(),
+            write: Owner::default(),
+        })
+    }
+
+    /// The lock's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The read half.
+    pub fn read_lock(&self) -> ReadLock<'_> {
+        ReadLock { lock: self }
+    }
+
+    /// The write half.
+    pub fn write_lock(&self) -> WriteLock<'_> {
+        WriteLock { lock: self }
+    }
+
+    pub(crate) async fn read_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<ReadGuard>, Error> {
+        if let Some(write) = self.write.current() {
+            // W2: downgrade by sharing the write node.
+            if write.is_lost() {
+                return Err(Error::SessionLost);
+            }
+            return Ok(Some(ReadGuard { lease: write }));
+        }
+        let lease = self
+            .read
+            .acquire(deadline, || {
+                lock_node(
+                    &self.client,
+                    &self.path,
+                    READ_NAME,
+                    &LOCK_NAMES,
+                    Turn::Shared {
+                        exclusive_name: WRITE_NAME,
+                    },
+                    deadline,
+                )
+            })
+            .await?;
+        Ok(lease.map(|lease| ReadGuard { lease }))
+    }
+
+    pub(crate) async fn write_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<WriteGuard>, Error> {
+        if self.read.current().is_some() && self.write.current().is_none() {
+            return Err(Error::WouldDeadlock); // W3
+        }
+        let lease = self
+            .write
+            .acquire(deadline, || {
+                lock_node(
+                    &self.client,
+                    &self.path,
+                    WRITE_NAME,
+                    &LOCK_NAMES,
+                    Turn::Exclusive,
+                    deadline,
+                )
+            })
+            .await?;
+        Ok(lease.map(|lease| WriteGuard { lease }))
+    }
+}
+
+macro_rules! half {
+    ($(#[$doc:meta])* $half:ident, $guard:ident, $until:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $half<'a> {
+            lock: &'a RwLock,
+        }
+
+        impl $half<'_> {
+            #[doc = concat!("Waits until this handle holds the ", $what, " lock.")]
+            ///
+            /// # Errors
+            /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Closed`] if the
+            /// client is closed; [`Error::Zk`] for other ZooKeeper failures. On error nothing of
+            /// this attempt stays in ZooKeeper.
+            ///
+            /// # Cancel safety
+            /// Dropping the future deletes this attempt's node (found by its protected name if
+            /// the create's reply was lost), from a task spawned on the current Tokio runtime.
+            pub async fn acquire(&self) -> Result<$guard, Error> {
+                Ok(self.lock.$until(None).await?.expect("no deadline"))
+            }
+
+            #[doc = concat!("Takes the ", $what, " lock only if it is free now, after one look.")]
+            ///
+            /// # Errors
+            /// As [`acquire`](Self::acquire).
+            ///
+            /// # Cancel safety
+            /// As [`acquire`](Self::acquire).
+            pub async fn try_acquire(&self) -> Result<Option<$guard>, Error> {
+                self.lock.$until(Some(Instant::now())).await
+            }
+
+            /// Waits up to `timeout`; `Ok(None)` on time-out, leaving no node behind.
+            ///
+            /// # Errors
+            /// As [`acquire`](Self::acquire).
+            ///
+            /// # Cancel safety
+            /// As [`acquire`](Self::acquire).
+            pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<$guard>, Error> {
+                self.lock.$until(Some(Instant::now() + timeout)).await
+            }
+
+            /// Waits until `deadline`; `Ok(None)` on time-out, leaving no node behind.
+            ///
+            /// # Errors
+            /// As [`acquire`](Self::acquire).
+            ///
+            /// # Cancel safety
+            /// As [`acquire`](Self::acquire).
+            pub async fn try_acquire_until(
+                &self,
+                deadline: std::time::Instant,
+            ) -> Result<Option<$guard>, Error> {
+                self.lock.$until(Some(Instant::from_std(deadline))).await
+            }
+        }
+
+        #[doc = concat!("Proof of holding the ", $what, " lock of an [`RwLock`]; the lock is released when the handle's last guard of it goes.")]
+        #[must_use = "dropping the guard releases the lock at once"]
+        #[derive(Debug)]
+        pub struct $guard {
+            lease: Arc<Lease>,
+        }
+
+        impl $guard {
+            /// The zxid that created the node this guard stands on; a writer's is larger than
+            /// that of every holder before it.
+            pub fn fencing_token(&self) -> i64 {
+                self.lease.fencing_token()
+            }
+
+            /// The full path of the node this guard stands on.
+            pub fn node_path(&self) -> &str {
+                &self.lease.nodes()[0].path
+            }
+
+            /// Whether the hold is known to be lost: the session ended, or the connection has
+            /// been down for a whole session timeout.
+            pub fn is_lost(&self) -> bool {
+                self.lease.is_lost()
+            }
+
+            /// Completes when [`is_lost`](Self::is_lost) becomes true.
+            ///
+            /// # Cancel safety
+            /// Cancel safe.
+            pub async fn lost(&self) {
+                self.lease.lost().await
+            }
+
+            /// Releases this guard and, if it was the last on its node, deletes the node and
+            /// waits until the server confirms it.
+            ///
+            /// # Errors
+            /// [`Error::SessionLost`] or [`Error::Closed`] if the session ended first.
+            pub async fn release(self) -> Result<(), Error> {
+                match Arc::try_unwrap(self.lease) {
+                    Ok(lease) => lease.release().await,
+                    Err(_) => Ok(()),
+                }
+            }
+        }
+    };
+}
+
+half!(
+    /// The read half of an [`RwLock`], from [`RwLock::read_lock`].
+    ReadLock, ReadGuard, read_until, "read"
+);
+half!(
+    /// The write half of an [`RwLock`], from [`RwLock::write_lock`].
+    WriteLock, WriteGuard, write_until, "write"
+);
