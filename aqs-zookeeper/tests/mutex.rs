@@ -4,39 +4,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aqs_zookeeper::server::TestServer;
-use aqs_zookeeper::zookeeper_client as zk;
+mod common;
+
 use aqs_zookeeper::{Error, Mutex};
+use common::{client, server, wait_children, BOUND};
 use tokio::time::timeout;
-
-const BOUND: Duration = Duration::from_secs(20);
-
-fn server() -> TestServer {
-    TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start")
-}
-
-async fn client(server: &TestServer) -> zk::Client {
-    zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(4))
-        .connect(&server.addr().to_string())
-        .await
-        .expect("connect")
-}
-
-/// Polls until `path` has `n` children, bounded.
-async fn wait_children(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
-    timeout(BOUND, async {
-        loop {
-            let children = c.list_children(path).await.unwrap_or_default();
-            if children.len() == n {
-                return children;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{path} never had {n} children"))
-}
 
 fn is_curator_lock_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("_c_") else {
@@ -122,21 +94,11 @@ async fn never_two_holders_among_four_clients() {
     }
 }
 
-/// Ends `victim`'s session from outside: a second connection takes the session over and
-/// closes it, as an expiry would end it.
-async fn end_session(server: &TestServer, victim: &zk::Client) {
-    let thief = zk::Client::connector()
-        .with_session(victim.session().clone())
-        .connect(&server.addr().to_string())
-        .await
-        .expect("take the session over");
-    drop(thief);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_and_a_waiter_learn_their_session_ended() {
     let s = server();
-    let (ca, cb) = (client(&s).await, client(&s).await);
+    let proxy = common::Proxy::start(s.addr());
+    let (ca, cb) = (common::client_via(&proxy).await, client(&s).await);
     let holder = Mutex::new(ca.clone(), "/lost").unwrap();
     let g = timeout(BOUND, holder.acquire()).await.unwrap().unwrap();
     assert!(!g.is_lost());
@@ -144,7 +106,7 @@ async fn a_holder_and_a_waiter_learn_their_session_ended() {
     let other = Mutex::new(ca.clone(), "/lost").unwrap();
     let waiter = tokio::spawn(async move { other.acquire().await.map(|_| ()) });
     wait_children(&cb, "/lost", 2).await;
-    end_session(&s, &ca).await;
+    common::end_session(&proxy, &ca).await;
     timeout(BOUND, g.lost())
         .await
         .expect("loss was never signalled");

@@ -1,0 +1,258 @@
+//! Behaviour of the rest of the family against a real ZooKeeper: reentrant `Mutex`,
+//! `SemaphoreMutex`, multi-permit and shared-limit `Semaphore`, `MultiLock`, bad input and a
+//! closed client. Every wait is bounded.
+
+mod common;
+
+use std::time::Duration;
+
+use aqs_zookeeper::zookeeper_client as zk;
+use aqs_zookeeper::{Error, Lockable, MultiLock, Mutex, RwLock, Semaphore, SemaphoreMutex};
+use common::{bounded, client, server, still_waiting, wait_children};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+/// Writes Curator's `SharedCount` encoding (a 4-byte big-endian integer) at `path`.
+async fn set_count(c: &zk::Client, path: &str, v: i32) {
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    match c.create(path, &v.to_be_bytes(), &opts).await {
+        Ok(_) => {}
+        Err(zk::Error::NodeExists) => {
+            c.set_data(path, &v.to_be_bytes(), None).await.unwrap();
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutex_is_reentrant_per_handle_and_exclusive_across_handles() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    let m = Mutex::new(ca.clone(), "/family/reenter").unwrap();
+    let g1 = bounded("acquire", m.acquire()).await.unwrap();
+    let g2 = bounded("re-enter", m.acquire()).await.unwrap();
+    assert_eq!(g1.node_path(), g2.node_path());
+    assert_eq!(g2.hold_count(), 2);
+    assert!(m.is_acquired());
+    let other = Mutex::new(cb, "/family/reenter").unwrap();
+    assert!(bounded("other", other.try_acquire())
+        .await
+        .unwrap()
+        .is_none());
+    drop(g1);
+    // The holder's node stays; the failed try's node goes in the background.
+    wait_children(&ca, "/family/reenter", 1).await;
+    assert!(bounded("other", other.try_acquire())
+        .await
+        .unwrap()
+        .is_none());
+    g2.release().await.unwrap();
+    assert!(!m.is_acquired());
+    assert!(bounded("other", other.try_acquire())
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_mutex_is_a_one_permit_semaphore_and_not_reentrant() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    let a = SemaphoreMutex::new(ca.clone(), "/family/smutex").unwrap();
+    let g = bounded("acquire", a.acquire()).await.unwrap();
+    assert!(g.node_path().starts_with("/family/smutex/leases/_c_"));
+    assert!(g.node_path().contains("-lease-"));
+    assert!(bounded("again", a.try_acquire_for(SHORT))
+        .await
+        .unwrap()
+        .is_none());
+    // It shares permits with a Semaphore of limit 1 on the same path.
+    let sem = Semaphore::new(cb, "/family/smutex", 1).unwrap();
+    assert!(bounded("semaphore", sem.try_acquire())
+        .await
+        .unwrap()
+        .is_none());
+    g.release().await.unwrap();
+    assert!(bounded("semaphore", sem.try_acquire())
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_many_is_all_or_nothing() {
+    let s = server();
+    let (ca, cb, cc) = (client(&s).await, client(&s).await, client(&s).await);
+    let a = Semaphore::new(ca, "/family/many", 3).unwrap();
+    let one = bounded("one", a.acquire()).await.unwrap();
+    let b = Semaphore::new(cb, "/family/many", 3).unwrap();
+    let mut three = tokio::spawn(async move { b.acquire_many(3).await.unwrap() });
+    // Three new lease nodes appear while it waits, but it holds none of them yet.
+    wait_children(&cc, "/family/many/leases", 4).await;
+    assert!(
+        still_waiting(&mut three, SHORT).await,
+        "granted beside a holder"
+    );
+    drop(one);
+    let p = bounded("three", three).await.unwrap();
+    assert_eq!(p.permits(), 3);
+    assert_eq!(p.node_paths().count(), 3);
+    let c = Semaphore::new(cc.clone(), "/family/many", 3).unwrap();
+    assert!(bounded("full", c.try_acquire()).await.unwrap().is_none());
+    drop(p);
+    wait_children(&cc, "/family/many/leases", 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_refused_and_write_nothing() {
+    let s = server();
+    let c = client(&s).await;
+    assert!(matches!(
+        Semaphore::new(c.clone(), "/family/bad", 0),
+        Err(Error::InvalidLimit)
+    ));
+    for p in ["", "/", "x", "/a/", "/a//b", "/a/../b"] {
+        assert!(matches!(
+            Semaphore::new(c.clone(), p, 1),
+            Err(Error::InvalidPath(_))
+        ));
+        assert!(matches!(
+            RwLock::new(c.clone(), p),
+            Err(Error::InvalidPath(_))
+        ));
+        assert!(matches!(
+            SemaphoreMutex::new(c.clone(), p),
+            Err(Error::InvalidPath(_))
+        ));
+    }
+    let sem = Semaphore::new(c.clone(), "/family/bad", 2).unwrap();
+    for n in [0, 3] {
+        let r = bounded("many", sem.acquire_many(n)).await;
+        assert!(
+            matches!(r, Err(Error::InvalidPermits { requested, limit: 2 }) if requested == n),
+            "{r:?}"
+        );
+    }
+    let dup = MultiLock::new(&c, &["/family/x", "/family/x"]);
+    assert!(matches!(dup, Err(Error::DuplicateLock(p)) if p == "/family/x"));
+    assert_eq!(
+        c.list_children("/").await.unwrap(),
+        vec!["zookeeper".to_string()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_limit_is_read_checked_and_a_raise_wakes_a_waiter() {
+    let s = server();
+    let (ca, cb, cc) = (client(&s).await, client(&s).await, client(&s).await);
+    let missing =
+        Semaphore::with_shared_limit(ca.clone(), "/family/shared", "/family/count").unwrap();
+    let r = bounded("missing count", missing.acquire()).await;
+    assert!(matches!(r, Err(Error::InvalidSharedCount { .. })), "{r:?}");
+    ca.create(
+        "/family",
+        b"",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    set_count(&ca, "/family/count", 1).await;
+    assert_eq!(missing.limit().await.unwrap(), 1);
+    let holder = bounded("holder", missing.acquire()).await.unwrap();
+    // A client configured with another limit is refused before it writes anything.
+    let wrong =
+        Semaphore::with_checked_limit(cb.clone(), "/family/shared", 5, "/family/count").unwrap();
+    let r = bounded("mismatch", wrong.acquire()).await;
+    assert!(
+        matches!(
+            r,
+            Err(Error::LimitMismatch {
+                configured: 5,
+                shared: 1
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(
+        cb.list_children("/family/shared/leases")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // CURATOR-75: raising the shared count wakes a blocked acquirer.
+    let waiter_sem =
+        Semaphore::with_shared_limit(cb.clone(), "/family/shared", "/family/count").unwrap();
+    let mut waiter = tokio::spawn(async move { waiter_sem.acquire().await.unwrap() });
+    wait_children(&cc, "/family/shared/leases", 2).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "granted over the limit"
+    );
+    set_count(&cc, "/family/count", 2).await;
+    let p = bounded("waiter after the raise", waiter).await.unwrap();
+    assert!(!holder.is_lost() && !p.is_lost());
+    let agree = Semaphore::with_checked_limit(cc, "/family/shared", 2, "/family/count").unwrap();
+    assert!(bounded("agreeing, full", agree.try_acquire())
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_takes_all_in_path_order_and_releases_all_on_timeout() {
+    let s = server();
+    let (ca, cb, cc) = (client(&s).await, client(&s).await, client(&s).await);
+    let blocker = Mutex::new(cb.clone(), "/family/m/b").unwrap();
+    let held = bounded("blocker", blocker.acquire()).await.unwrap();
+    let parts = vec![
+        Lockable::Write(RwLock::new(ca.clone(), "/family/m/c").unwrap()),
+        Lockable::Mutex(Mutex::new(ca.clone(), "/family/m/b").unwrap()),
+        Lockable::SemaphoreMutex(SemaphoreMutex::new(ca.clone(), "/family/m/a").unwrap()),
+    ];
+    let multi = MultiLock::from_locks(parts).unwrap();
+    assert_eq!(
+        multi.paths().collect::<Vec<_>>(),
+        ["/family/m/a", "/family/m/b", "/family/m/c"]
+    );
+    assert!(bounded("multi", multi.try_acquire_for(SHORT))
+        .await
+        .unwrap()
+        .is_none());
+    // Nothing stays held: `a` was taken and released, `c` was never touched.
+    wait_children(&cc, "/family/m/a/leases", 0).await;
+    wait_children(&cc, "/family/m/b", 1).await;
+    assert!(cc
+        .list_children("/family/m/c")
+        .await
+        .unwrap_or_default()
+        .is_empty());
+    drop(held);
+    let g = bounded("multi", multi.acquire()).await.unwrap();
+    let tokens = g.fencing_tokens();
+    assert_eq!(tokens.len(), 3);
+    assert!(!g.is_lost());
+    // Overlapping multi-locks given in the opposite order do not deadlock.
+    let other = MultiLock::new(&cb, &["/family/m/c", "/family/m/b"]).unwrap();
+    let mut waiting = tokio::spawn(async move {
+        let g = other.acquire().await.unwrap();
+        g.release().await.unwrap();
+    });
+    assert!(still_waiting(&mut waiting, SHORT).await);
+    g.release().await.unwrap();
+    bounded("second multi-lock", waiting).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_gets_a_clear_error() {
+    let s = server();
+    let proxy = common::Proxy::start(s.addr());
+    let c = common::client_via(&proxy).await;
+    let m = Mutex::new(c.clone(), "/family/closed").unwrap();
+    let sem = Semaphore::new(c.clone(), "/family/closed-sem", 1).unwrap();
+    common::end_session(&proxy, &c).await;
+    let r = bounded("mutex", m.acquire()).await;
+    assert!(matches!(r, Err(Error::SessionLost)), "{r:?}");
+    let r = bounded("semaphore", sem.acquire()).await;
+    assert!(matches!(r, Err(Error::SessionLost)), "{r:?}");
+}
