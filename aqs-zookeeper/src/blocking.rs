@@ -90,7 +90,12 @@ impl Session {
         &self.client
     }
 
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+    /// Runs an async call on this session's runtime and waits for it: for what has no blocking
+    /// form, such as [`MutexGuard::release`] or a raw client request.
+    ///
+    /// # Panics
+    /// If called from inside a Tokio runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
     }
 }
