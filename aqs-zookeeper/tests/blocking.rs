@@ -1,0 +1,133 @@
+//! The blocking facade against a real ZooKeeper: threads, no runtime of their own, the
+//! in-process names, and every wait bounded by the facade's own timed forms.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aqs_zookeeper::blocking::{MultiLock, Mutex, RwLock, Semaphore, SemaphoreMutex, Session};
+use aqs_zookeeper::server::TestServer;
+use aqs_zookeeper::Error;
+
+const BOUND: Duration = Duration::from_secs(20);
+const SHORT: Duration = Duration::from_millis(300);
+
+fn setup() -> (TestServer, Session, Session) {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let addr = s.addr().to_string();
+    let a = Session::connect_with_timeout(&addr, Duration::from_secs(4)).unwrap();
+    let b = Session::connect_with_timeout(&addr, Duration::from_secs(4)).unwrap();
+    (s, a, b)
+}
+
+#[test]
+fn semaphore_limits_threads_across_sessions() {
+    let (_s, a, b) = setup();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let granted = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let session = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let sem = Semaphore::new(&session, "/blocking/sem", 2).unwrap();
+            let (inside, granted) = (inside.clone(), granted.clone());
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let p = sem.try_acquire_for(BOUND).unwrap().expect("bounded wait");
+                    assert!(inside.fetch_add(1, Ordering::SeqCst) < 2, "over the limit");
+                    std::thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    granted.fetch_add(1, Ordering::SeqCst);
+                    drop(p);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(granted.load(Ordering::SeqCst), 18);
+}
+
+#[test]
+fn timed_forms_time_out_and_try_forms_do_not_wait() {
+    let (_s, a, b) = setup();
+    let m = Mutex::new(&a, "/blocking/mutex").unwrap();
+    let g = m.acquire().unwrap();
+    let again = m.acquire().unwrap(); // reentrant through the handle
+    assert_eq!(g.node_path(), again.node_path());
+    let other = Mutex::new(&b, "/blocking/mutex").unwrap();
+    assert!(other.try_acquire().unwrap().is_none());
+    let t0 = Instant::now();
+    assert!(other.try_acquire_for(SHORT).unwrap().is_none());
+    assert!(t0.elapsed() >= SHORT);
+    assert!(other
+        .try_acquire_until(Instant::now() + SHORT)
+        .unwrap()
+        .is_none());
+    drop((g, again));
+    assert!(other.try_acquire_for(BOUND).unwrap().is_some());
+}
+
+#[test]
+fn the_rest_of_the_family_works_from_threads() {
+    let (_s, a, b) = setup();
+    let sem = Semaphore::new(&a, "/blocking/many", 3).unwrap();
+    let p = sem.acquire_many(3).unwrap();
+    assert_eq!(p.permits(), 3);
+    assert!(Semaphore::new(&b, "/blocking/many", 3)
+        .unwrap()
+        .try_acquire()
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        sem.acquire_many(4),
+        Err(Error::InvalidPermits {
+            requested: 4,
+            limit: 3
+        })
+    ));
+    a.block_on(p.release()).unwrap();
+
+    let sm = SemaphoreMutex::new(&a, "/blocking/smutex").unwrap();
+    let g = sm.acquire().unwrap();
+    assert!(SemaphoreMutex::new(&b, "/blocking/smutex")
+        .unwrap()
+        .try_acquire()
+        .unwrap()
+        .is_none());
+    drop(g);
+
+    let rw = RwLock::new(&a, "/blocking/rw").unwrap();
+    let r = rw.read_lock().acquire().unwrap();
+    let rw_b = RwLock::new(&b, "/blocking/rw").unwrap();
+    let r2 = rw_b.read_lock().try_acquire_for(BOUND).unwrap();
+    assert!(r2.is_some(), "readers share");
+    assert!(
+        rw_b.write_lock().try_acquire_for(SHORT).is_err(),
+        "no upgrade"
+    );
+    drop(r2);
+    let rw_c = RwLock::new(&b, "/blocking/rw").unwrap();
+    assert!(rw_c.write_lock().try_acquire_for(SHORT).unwrap().is_none());
+    drop(r);
+    assert!(rw_c.write_lock().try_acquire_for(BOUND).unwrap().is_some());
+
+    let multi = MultiLock::new(&a, &["/blocking/x", "/blocking/y"]).unwrap();
+    let g = multi.try_acquire_for(BOUND).unwrap().expect("both free");
+    assert_eq!(g.fencing_tokens().len(), 2);
+    let multi_b = MultiLock::new(&b, &["/blocking/y", "/blocking/x"]).unwrap();
+    assert!(multi_b.try_acquire_for(SHORT).unwrap().is_none());
+    drop(g);
+    assert!(multi_b.try_acquire_for(BOUND).unwrap().is_some());
+}
+
+#[test]
+#[should_panic(expected = "runtime")]
+fn blocking_inside_a_runtime_panics() {
+    let (_s, a, _b) = setup();
+    let m = Mutex::new(&a, "/blocking/in-runtime").unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let _ = m.acquire();
+    });
+}
