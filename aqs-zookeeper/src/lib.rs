@@ -57,3 +57,8 @@ pub use mutex::{Mutex, MutexGuard};
 pub use rwlock::{ReadGuard, ReadLock, RwLock, WriteGuard, WriteLock};
 pub use semaphore::{Permit, Semaphore, SemaphoreMutex, SemaphoreMutexGuard};
 pub use zookeeper_client;
+
+/// Compiles the README's examples as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
