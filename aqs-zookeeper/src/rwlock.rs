@@ -165,7 +165,9 @@ macro_rules! half {
             lock: &'a RwLock,
         }
 
-        impl $half<'_> {
+        // The halves are `Copy` and their methods take `self`, so a future does not borrow a
+        // temporary: `lock.read_lock().acquire()` can be stored, joined or spawned.
+        impl<'a> $half<'a> {
             #[doc = concat!("Waits until this handle holds the ", $what, " lock.")]
             ///
             /// # Errors
@@ -176,7 +178,7 @@ macro_rules! half {
             /// # Cancel safety
             /// Dropping the future deletes this attempt's node (found by its protected name if
             /// the create's reply was lost), from a task spawned on the current Tokio runtime.
-            pub async fn acquire(&self) -> Result<$guard, Error> {
+            pub async fn acquire(self) -> Result<$guard, Error> {
                 Ok(self.lock.$until(None).await?.expect("no deadline"))
             }
 
@@ -187,7 +189,7 @@ macro_rules! half {
             ///
             /// # Cancel safety
             /// As [`acquire`](Self::acquire).
-            pub async fn try_acquire(&self) -> Result<Option<$guard>, Error> {
+            pub async fn try_acquire(self) -> Result<Option<$guard>, Error> {
                 self.lock.$until(Some(Instant::now())).await
             }
 
@@ -198,7 +200,7 @@ macro_rules! half {
             ///
             /// # Cancel safety
             /// As [`acquire`](Self::acquire).
-            pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<$guard>, Error> {
+            pub async fn try_acquire_for(self, timeout: Duration) -> Result<Option<$guard>, Error> {
                 self.lock.$until(Some(Instant::now() + timeout)).await
             }
 

@@ -256,3 +256,31 @@ async fn an_ended_session_gets_a_clear_error() {
     let r = bounded("semaphore", sem.acquire()).await;
     assert!(matches!(r, Err(Error::SessionLost)), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_acquire_futures_leave_nothing_behind() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    // Holders, so that every acquire below has to wait.
+    let m = Mutex::new(ca.clone(), "/family/cancel/m").unwrap();
+    let _gm = bounded("mutex", m.acquire()).await.unwrap();
+    let sem = Semaphore::new(ca.clone(), "/family/cancel/s", 1).unwrap();
+    let _gs = bounded("semaphore", sem.acquire()).await.unwrap();
+    let rw = RwLock::new(ca.clone(), "/family/cancel/rw").unwrap();
+    let _gw = bounded("write", rw.write_lock().acquire()).await.unwrap();
+
+    let wm = Mutex::new(cb.clone(), "/family/cancel/m").unwrap();
+    let ws = Semaphore::new(cb.clone(), "/family/cancel/s", 1).unwrap();
+    let wr = RwLock::new(cb.clone(), "/family/cancel/rw").unwrap();
+    for _ in 0..3 {
+        // Each future is dropped while it waits: its nodes must go.
+        let waits = async {
+            let _ = tokio::join!(wm.acquire(), ws.acquire(), wr.read_lock().acquire());
+        };
+        assert!(tokio::time::timeout(SHORT, waits).await.is_err());
+    }
+    wait_children(&cb, "/family/cancel/m", 1).await;
+    wait_children(&cb, "/family/cancel/s/locks", 0).await;
+    wait_children(&cb, "/family/cancel/s/leases", 1).await;
+    wait_children(&cb, "/family/cancel/rw", 1).await;
+}
