@@ -277,3 +277,49 @@ pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>
         Some(d) => tokio::time::timeout_at(d, watcher.changed()).await.is_ok(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::TestServer;
+
+    async fn client(s: &TestServer) -> zk::Client {
+        zk::Client::connect(&s.addr().to_string()).await.unwrap()
+    }
+
+    /// CURATOR-48: after a lost reply the node is found by prefix, but only if this session owns
+    /// it (Z1, Z2); a clean-up deletes by prefix and leaves other clients' nodes alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn protected_nodes_are_found_by_prefix_and_owner() {
+        let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+        let (a, b) = (client(&s).await, client(&s).await);
+        let mut cleanup = Cleanup::new(&a);
+        let prefix = cleanup.prefix("/p/q");
+        let own = create_protected(&a, "/p/q", &prefix, "lock-")
+            .await
+            .unwrap();
+        assert!(own.name.starts_with(&prefix) && own.name.contains("lock-"));
+        let found = find_protected(&a, "/p/q", &prefix).await.unwrap().unwrap();
+        assert_eq!((found.path, found.czxid), (own.path.clone(), own.czxid));
+        // The same prefix seen from another session is not its node.
+        assert!(find_protected(&b, "/p/q", &prefix).await.unwrap().is_none());
+        let other = create_protected(&b, "/p/q", "_c_other-", "lock-")
+            .await
+            .unwrap();
+        drop(cleanup);
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while a.check_stat(&own.path).await.unwrap().is_some() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the clean-up deletes the node");
+        assert!(a.check_stat(&other.path).await.unwrap().is_some());
+        assert_eq!(sequence_of(&other.name, &["lock-"]), Some(1));
+        assert_eq!(
+            sequence_of("_c_x-__READ__0000000042", &["__READ__", "__WRIT__"]),
+            Some(42)
+        );
+        assert_eq!(sequence_of("lease-0000000001", &["lock-"]), None);
+    }
+}
