@@ -51,7 +51,8 @@ pub enum Error {
     /// which time the server has expired it or will as soon as it runs) while the operation was
     /// under way. Nothing was granted; the client's ephemeral nodes are gone or going.
     SessionLost,
-    /// The client was closed before or during the operation.
+    /// The client is closed: its connection task has ended, for example because the runtime
+    /// it was connected on shut down.
     Closed,
     /// Any other error from the ZooKeeper client.
     Zk(zk::Error),
@@ -98,6 +99,9 @@ impl From<zk::Error> for Error {
         match e {
             zk::Error::SessionExpired | zk::Error::AuthFailed => Error::SessionLost,
             zk::Error::ClientClosed => Error::Closed,
+            // zookeeper-client 0.11 answers this when the client's session task is gone (its
+            // runtime shut down) without having reached a terminal state: closed, in effect.
+            zk::Error::UnexpectedError(m) if m.starts_with("expect error state") => Error::Closed,
             e => Error::Zk(e),
         }
     }

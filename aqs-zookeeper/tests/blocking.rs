@@ -131,3 +131,22 @@ fn blocking_inside_a_runtime_panics() {
         let _ = m.acquire();
     });
 }
+
+#[test]
+fn a_client_whose_runtime_is_gone_is_closed() {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let client = first
+        .block_on(aqs_zookeeper::zookeeper_client::Client::connect(
+            &s.addr().to_string(),
+        ))
+        .unwrap();
+    let m = aqs_zookeeper::Mutex::new(client.clone(), "/blocking/closed").unwrap();
+    let sem = aqs_zookeeper::Semaphore::new(client, "/blocking/closed-sem", 1).unwrap();
+    drop(first); // the client's connection task ends with its runtime
+    let second = tokio::runtime::Runtime::new().unwrap();
+    let r = second.block_on(async { tokio::time::timeout(BOUND, m.acquire()).await });
+    assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
+    let r = second.block_on(async { tokio::time::timeout(BOUND, sem.acquire()).await });
+    assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
+}
