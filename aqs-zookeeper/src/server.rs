@@ -17,6 +17,7 @@ pub struct TestServer {
     child: Child,
     dir: PathBuf,
     addr: SocketAddr,
+    frozen: bool,
 }
 
 impl TestServer {
@@ -42,40 +43,87 @@ impl TestServer {
                 dir.join("data").display()
             ),
         )?;
-        let log = fs::File::create(dir.join("server.log"))?;
-        let cp = std::env::var("AQS_ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.into());
-        let child = Command::new("java")
-            .arg("-cp")
-            .arg(cp)
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(&cfg)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
+        let child = spawn(&dir)?;
         let mut server = TestServer {
             child,
             dir,
             addr: (Ipv4Addr::LOCALHOST, port).into(),
+            frozen: false,
         };
+        server.wait_serving(timeout)?;
+        Ok(server)
+    }
+
+    fn wait_serving(&mut self, timeout: Duration) -> io::Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             // `ruok` answers `imok` before the server serves requests; `srvr` reports a mode
             // only once it does.
-            if server
+            if self
                 .four_letter("srvr")
                 .map(|r| r.contains("Mode: "))
                 .unwrap_or(false)
             {
-                return Ok(server);
+                return Ok(());
             }
-            if let Some(status) = server.child.try_wait()? {
-                return Err(server.failure(format!("server exited with {status}")));
+            if let Some(status) = self.child.try_wait()? {
+                return Err(self.failure(format!("server exited with {status}")));
             }
             if Instant::now() >= deadline {
-                return Err(server.failure(format!("server did not serve within {timeout:?}")));
+                return Err(self.failure(format!("server did not serve within {timeout:?}")));
             }
             std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Kills the server (SIGKILL, as a crash), keeping its port and data directory for
+    /// [`restart`](Self::restart). Clients see a connection loss; their sessions survive a
+    /// restart within their timeout, because the server persists sessions.
+    pub fn stop(&mut self) {
+        self.thaw();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port and data directory, after [`stop`](Self::stop),
+    /// and waits up to `timeout` until it serves.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn restart(&mut self, timeout: Duration) -> io::Result<()> {
+        self.stop();
+        self.child = spawn(&self.dir)?;
+        self.wait_serving(timeout)
+    }
+
+    /// Stops the server's process with SIGSTOP: it neither answers nor expires sessions until
+    /// [`thaw`](Self::thaw), as in a long pause.
+    ///
+    /// # Errors
+    /// Fails if the signal cannot be sent.
+    pub fn freeze(&mut self) -> io::Result<()> {
+        self.signal("-STOP")?;
+        self.frozen = true;
+        Ok(())
+    }
+
+    /// Resumes a [`freeze`](Self::freeze)d server (SIGCONT). Sessions whose clients went
+    /// quiet for their timeout meanwhile expire at once.
+    pub fn thaw(&mut self) {
+        if self.frozen && self.signal("-CONT").is_ok() {
+            self.frozen = false;
+        }
+    }
+
+    fn signal(&self, sig: &str) -> io::Result<()> {
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(self.child.id().to_string())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("kill {sig} failed: {status}")))
         }
     }
 
@@ -114,8 +162,27 @@ impl TestServer {
     }
 }
 
+/// Runs `ZooKeeperServerMain` on the configuration in `dir`, logging to `dir/server.log`.
+fn spawn(dir: &std::path::Path) -> io::Result<Child> {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))?;
+    let cp = std::env::var("AQS_ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.into());
+    Command::new("java")
+        .arg("-cp")
+        .arg(cp)
+        .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+        .arg(dir.join("zoo.cfg"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
+        self.thaw();
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = fs::remove_dir_all(&self.dir);

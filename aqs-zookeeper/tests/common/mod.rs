@@ -141,3 +141,5 @@ pub async fn still_waiting<T>(f: &mut tokio::task::JoinHandle<T>, d: Duration) -
     tokio::time::sleep(d).await;
     !f.is_finished()
 }
+
+pub mod checker;
