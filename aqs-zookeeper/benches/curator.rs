@@ -339,6 +339,8 @@ fn main() {
             let (num, den) = if higher_is_better { (x, y) } else { (y, x) };
             if num == 0.0 && den == 0.0 {
                 "=".to_owned()
+            } else if den == 0.0 {
+                "none for aqs".to_owned()
             } else {
                 format!("{:.2}x", num / den)
             }
