@@ -43,9 +43,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect::<Result<_, _>>()?;
     let peak = watch_leases(&hosts, workers)?;
-    println!("peak online across {WORKERS} processes: {peak} (limit {LIMIT})");
+    // The lease nodes are the users online plus, at most, the one first in line: it creates its
+    // node before it may count it, as in Curator.
+    println!("peak lease nodes across {WORKERS} processes: {peak} (limit {LIMIT}, plus 1 in line)");
     assert!(
-        peak <= LIMIT as usize,
+        peak <= LIMIT as usize + 1,
         "the cluster-wide limit was exceeded"
     );
     Ok(())
