@@ -10,7 +10,8 @@
 //!
 //! `cargo bench -p aqs-zookeeper --bench curator` prints Markdown tables on stdout (progress on
 //! stderr); `docs/bench-zookeeper.md` is such a run. `AQS_ZK_BENCH_QUICK=1` runs every workload
-//! once, briefly, to prove the benchmark runs; `AQS_ZK_BENCH_PASSES=n` sets the passes.
+//! once, briefly, to prove the benchmark runs; `AQS_ZK_BENCH_PASSES=n` sets the passes, and
+//! `AQS_ZK_BENCH_ONLY=text` runs only the workloads whose names contain `text`.
 
 use std::collections::HashMap;
 use std::fs;
@@ -140,6 +141,8 @@ struct Sample {
     handoff_p99: f64,
     requests: f64,
     watches: f64,
+    /// The part of `watches` fired by a change in a node's children (the semaphore's leases).
+    children_watches: f64,
 }
 
 impl Sample {
@@ -232,6 +235,7 @@ struct Server {
 struct Counters {
     packets: f64,
     watches: f64,
+    children_watches: f64,
     cpu: f64,
 }
 
@@ -251,6 +255,7 @@ impl Server {
         Counters {
             packets: get("zk_packets_received"),
             watches,
+            children_watches: get("zk_sum_node_children_watch_count"),
             cpu: self
                 .pid
                 .as_deref()
@@ -265,6 +270,7 @@ impl Server {
         // The `mntr` that read `after` counts as one packet received.
         s.requests = after.packets - before.packets - 1.0;
         s.watches = after.watches - before.watches;
+        s.children_watches = after.children_watches - before.children_watches;
         s.server_cpu = after.cpu - before.cpu;
     }
 }
@@ -568,6 +574,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 1 } else { 5 });
+    let only = std::env::var("AQS_ZK_BENCH_ONLY").ok();
     let (warm, run) = if quick {
         (Duration::from_millis(200), Duration::from_millis(500))
     } else {
@@ -582,8 +589,20 @@ fn main() {
     let classes = compile_java();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut results: Vec<[Vec<Sample>; 2]> = WORKLOADS.iter().map(|_| [vec![], vec![]]).collect();
+    if !quick {
+        // The server is a JVM too: warm its JIT on the requests of every recipe first, so that
+        // the first side measured does not pay for it.
+        eprintln!("warming the server up");
+        for (i, w) in WORKLOADS.iter().enumerate().skip(2).take(3) {
+            let path = format!("/bench/warm/w{i}");
+            rt.block_on(run_aqs(&server, w, &path, warm, warm));
+        }
+    }
     for pass in 0..passes {
         for (i, w) in WORKLOADS.iter().enumerate() {
+            if !only.as_ref().is_none_or(|o| w.name.contains(o.as_str())) {
+                continue;
+            }
             // Alternate which side goes first, so neither always follows the same neighbour.
             let first = (pass + i) % 2;
             for side in [first, 1 - first] {
@@ -630,6 +649,12 @@ fn report(
     run: Duration,
     (date, load0): (String, String),
 ) {
+    // Workloads left out by AQS_ZK_BENCH_ONLY have no samples.
+    let rows: Vec<(&Workload, &[Vec<Sample>; 2])> = WORKLOADS
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| !r[0].is_empty())
+        .collect();
     let srvr = server.zk.four_letter("srvr").unwrap_or_default();
     println!("- Run: {date}; {passes} pass(es), each side {warm:?} warm-up then {run:?} measured per workload");
     println!(
@@ -661,7 +686,7 @@ fn report(
     println!();
     println!("| workload | latency | p50 µs aqs | Curator | × | p99 µs aqs | Curator | × | acquisitions/s aqs | Curator | × |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (w, [a, c]) in WORKLOADS.iter().zip(results) {
+    for (w, [a, c]) in rows.iter().copied() {
         let l = w.latency;
         let row = [
             (&|s: &Sample| s.latency(l).0 * 1e6) as &dyn Fn(&Sample) -> f64,
@@ -682,7 +707,7 @@ fn report(
     println!();
     println!("| workload | client CPU µs aqs | Curator | × | server CPU µs aqs | Curator | × | requests aqs | Curator | watch notifications aqs | Curator |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (w, [a, c]) in WORKLOADS.iter().zip(results) {
+    for (w, [a, c]) in rows.iter().copied() {
         let cost = [
             (&|s: &Sample| s.per_acquisition(s.cpu) * 1e6) as &dyn Fn(&Sample) -> f64,
             &|s: &Sample| s.per_acquisition(s.server_cpu) * 1e6,
@@ -705,13 +730,13 @@ fn report(
     println!();
     println!("Where the time goes (µs, medians; a cycle is acquire, hold, release):");
     println!();
-    println!("| workload | side | acquisitions | acquire p50 | hold p50 | release p50 | cycle p50 | hand-offs seen | JIT + GC µs/acq |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (w, sides) in WORKLOADS.iter().zip(results) {
+    println!("| workload | side | acquisitions | acquire p50 | hold p50 | release p50 | cycle p50 | hand-offs seen | JIT + GC µs/acq | children-watch notifications/acq |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (w, sides) in rows.iter().copied() {
         for (side, v) in ["aqs", "Curator"].iter().zip(sides) {
             let m = |f: &dyn Fn(&Sample) -> f64| sig(median(v.iter().map(f).collect()).0);
             println!(
-                "| {} | {side} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {side} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
                 w.name,
                 m(&|s| s.acquisitions),
                 m(&|s| s.acquire_p50 * 1e6),
@@ -720,7 +745,35 @@ fn report(
                 m(&|s| s.cycle_p50 * 1e6),
                 m(&|s| s.handoffs),
                 m(&|s| s.per_acquisition(s.jit + s.gc) * 1e6),
+                median(
+                    v.iter()
+                        .map(|s| s.per_acquisition(s.children_watches))
+                        .collect()
+                )
+                .0,
             );
         }
+    }
+    println!();
+    println!("Ratios per pass (pass order), aqs relative to Curator, above 1 when aqs is better:");
+    println!();
+    println!("| workload | throughput | latency p50 | latency p99 |");
+    println!("|---|---|---|---|");
+    for (w, [a, c]) in rows.iter().copied() {
+        let per_pass = |f: &dyn Fn(&Sample) -> f64, higher: bool| {
+            a.iter()
+                .zip(c)
+                .map(|(x, y)| ratio(f(x), f(y), higher))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let l = w.latency;
+        println!(
+            "| {} | {} | {} | {} |",
+            w.name,
+            per_pass(&Sample::per_sec, true),
+            per_pass(&|s| s.latency(l).0, false),
+            per_pass(&|s| s.latency(l).1, false),
+        );
     }
 }
