@@ -63,6 +63,20 @@ impl Lease {
         let _ = rx.wait_for(|lost| *lost).await;
     }
 
+    /// The path of the lease's first node.
+    pub(crate) fn path(&self) -> &str {
+        &self.nodes[0].path
+    }
+
+    /// Gives up one share of a reentrant hold; the last share deletes the nodes now and waits
+    /// for the server, as [`release`](Self::release) does. Earlier shares return at once.
+    pub(crate) async fn release_share(self: std::sync::Arc<Lease>) -> Result<(), Error> {
+        match std::sync::Arc::try_unwrap(self) {
+            Ok(lease) => lease.release().await,
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Deletes the nodes now and waits until the server confirms it or the session ended (L1).
     pub(crate) async fn release(mut self) -> Result<(), Error> {
         let nodes = std::mem::take(&mut self.nodes);

@@ -255,7 +255,7 @@ impl MutexGuard {
 
     /// The full path of this holder's node.
     pub fn node_path(&self) -> &str {
-        &self.lease.nodes()[0].path
+        self.lease.path()
     }
 
     /// How many guards share this hold (reentrant acquires through one handle).
@@ -284,9 +284,6 @@ impl MutexGuard {
     /// [`Error::SessionLost`] or [`Error::Closed`] if the session ended first (its node is then
     /// gone with it).
     pub async fn release(self) -> Result<(), Error> {
-        match Arc::try_unwrap(self.lease) {
-            Ok(lease) => lease.release().await,
-            Err(_) => Ok(()),
-        }
+        self.lease.release_share().await
     }
 }

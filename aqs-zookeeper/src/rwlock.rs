@@ -235,7 +235,7 @@ macro_rules! half {
 
             /// The full path of the node this guard stands on.
             pub fn node_path(&self) -> &str {
-                &self.lease.nodes()[0].path
+                self.lease.path()
             }
 
             /// Whether the hold is known to be lost: the session ended, or the connection has
@@ -258,10 +258,7 @@ macro_rules! half {
             /// # Errors
             /// [`Error::SessionLost`] or [`Error::Closed`] if the session ended first.
             pub async fn release(self) -> Result<(), Error> {
-                match Arc::try_unwrap(self.lease) {
-                    Ok(lease) => lease.release().await,
-                    Err(_) => Ok(()),
-                }
+                self.lease.release_share().await
             }
         }
     };

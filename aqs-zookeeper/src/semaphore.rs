@@ -421,7 +421,7 @@ impl Permit {
 
     /// The full path of this permit's (first) lease node.
     pub fn node_path(&self) -> &str {
-        &self.lease.nodes()[0].path
+        self.lease.path()
     }
 
     /// The full paths of all of this permit's lease nodes.
