@@ -284,3 +284,34 @@ async fn dropped_acquire_futures_leave_nothing_behind() {
     wait_children(&cb, "/family/cancel/s/leases", 1).await;
     wait_children(&cb, "/family/cancel/rw", 1).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permit_dropped_while_disconnected_is_still_released() {
+    let s = server();
+    let proxy = common::Proxy::start(s.addr());
+    let c = common::client_via(&proxy).await; // 2 s session
+    let observer = client(&s).await;
+    let sem = Semaphore::new(c.clone(), "/family/guaranteed", 1).unwrap();
+    let p = bounded("permit", sem.acquire()).await.unwrap();
+    proxy.cut();
+    drop(p); // the delete cannot reach the server now
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        observer
+            .list_children("/family/guaranteed/leases")
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "the lease cannot have been deleted while cut off"
+    );
+    proxy.heal(); // well within the session timeout: the session survives
+    wait_children(&observer, "/family/guaranteed/leases", 0).await;
+    let other = Semaphore::new(observer.clone(), "/family/guaranteed", 1).unwrap();
+    assert!(bounded("next", other.try_acquire_for(BOUND_SHORT))
+        .await
+        .unwrap()
+        .is_some());
+}
+
+const BOUND_SHORT: Duration = Duration::from_secs(5);
