@@ -76,17 +76,22 @@ impl TestServer {
         }
     }
 
-    /// Kills the server (SIGKILL, as a crash), keeping its port and data directory for
-    /// [`restart`](Self::restart). Clients see a connection loss; their sessions survive a
-    /// restart within their timeout, because the server persists sessions.
+    /// Kills the server (SIGKILL, as a crash; a frozen server is thawed first) and waits for it
+    /// to exit, keeping its port and data directory for [`restart`](Self::restart). Clients see
+    /// a connection loss; their sessions survive a restart within their timeout, because the
+    /// server persists sessions. Stopping a stopped server does nothing.
+    ///
+    /// # Errors
+    /// None are reported: a process that already exited is stopped.
     pub fn stop(&mut self) {
         self.thaw();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
-    /// Starts the server again on the same port and data directory, after [`stop`](Self::stop),
-    /// and waits up to `timeout` until it serves.
+    /// Starts the server again on the same port and data directory (stopping it first if it
+    /// runs), and waits up to `timeout` until it serves: its `srvr` reports a mode. Sessions
+    /// and nodes come back from the data directory.
     ///
     /// # Errors
     /// As [`start`](Self::start).
@@ -107,8 +112,13 @@ impl TestServer {
         Ok(())
     }
 
-    /// Resumes a [`freeze`](Self::freeze)d server (SIGCONT). Sessions whose clients went
-    /// quiet for their timeout meanwhile expire at once.
+    /// Resumes a [`freeze`](Self::freeze)d server (SIGCONT); does nothing if it is not frozen.
+    /// Sessions whose clients went quiet for their timeout meanwhile expire at once. Dropping
+    /// the server thaws it too.
+    ///
+    /// # Errors
+    /// None are reported: if the signal cannot be sent the server stays marked frozen, and
+    /// [`stop`](Self::stop) and drop kill it anyway (SIGKILL ends a stopped process).
     pub fn thaw(&mut self) {
         if self.frozen && self.signal("-CONT").is_ok() {
             self.frozen = false;
@@ -125,6 +135,17 @@ impl TestServer {
         } else {
             Err(io::Error::other(format!("kill {sig} failed: {status}")))
         }
+    }
+
+    /// The process id of the server's JVM (of the current run, after a
+    /// [`restart`](Self::restart)), for tests that signal it themselves.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the server is [`freeze`](Self::freeze)d.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
     }
 
     /// The client address, `127.0.0.1:<port>`.

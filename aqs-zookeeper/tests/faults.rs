@@ -1,26 +1,48 @@
-//! Safety under faults, with real processes on a real ZooKeeper: a holder killed with SIGKILL,
-//! the server stopped and restarted mid-wait, the server frozen past the session timeout, and
-//! 32 worker processes contending for a minute. Workers log every entry and exit; the
-//! independent checker (`common/checker.rs`) replays the logs. Every wait is bounded.
+//! Safety under faults, with real processes on a real ZooKeeper: holder processes killed with
+//! SIGKILL, the server stopped and restarted mid-wait, the server frozen with SIGSTOP past the
+//! session timeout, a holder process paused past it, and 32 worker processes × 4 tasks
+//! contending. Workers (`src/bin/aqs-zk-worker.rs`) log every entry and exit; the independent
+//! checker (`tests/checker/mod.rs`) replays the logs. Every wait is bounded, and the tests run
+//! one at a time so that one test's load cannot expire another's short sessions.
 
+mod checker;
 mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use aqs_zookeeper::server::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
-use aqs_zookeeper::{Error, Mutex};
-use common::checker::{check, Report};
+use aqs_zookeeper::{Error, Mutex, MutexGuard};
+use checker::{check, Report};
 use common::{bounded, server, BOUND};
 
-/// Worker processes, killed if the test ends early.
+/// The fault tests run one at a time: each starts its own server, and 2-second sessions must
+/// not expire because another test loads the machine.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Worker processes sharing one log; every one still running is killed when the test ends,
+/// passed or failed.
 struct Workers {
     children: Vec<Child>,
     log: PathBuf,
+}
+
+/// How a worker runs (see `aqs-zk-worker`'s usage).
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    recipe: &'a str,
+    path: &'a str,
+    limit: u32,
+    tasks: usize,
+    hold_ms: u64,
+    /// 0: until killed.
+    run_secs: u64,
+    session_ms: u64,
 }
 
 impl Workers {
@@ -33,45 +55,41 @@ impl Workers {
         }
     }
 
-    /// Starts a worker and waits until it is connected.
-    #[allow(clippy::too_many_arguments)]
-    fn spawn(
-        &mut self,
-        s: &TestServer,
-        recipe: &str,
-        path: &str,
-        limit: u32,
-        tasks: usize,
-        hold_ms: u64,
-        run_secs: u64,
-        session_ms: u64,
-    ) -> u32 {
+    /// Starts a worker and waits (bounded) until it is connected; returns its pid.
+    fn spawn(&mut self, s: &TestServer, job: Job<'_>) -> u32 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_aqs-zk-worker"))
             .args([
                 &s.addr().to_string(),
-                recipe,
-                path,
-                &limit.to_string(),
-                &tasks.to_string(),
-                &hold_ms.to_string(),
-                &run_secs.to_string(),
+                job.recipe,
+                job.path,
+                &job.limit.to_string(),
+                &job.tasks.to_string(),
+                &job.hold_ms.to_string(),
+                &job.run_secs.to_string(),
             ])
             .arg(&self.log)
-            .arg(session_ms.to_string())
+            .arg(job.session_ms.to_string())
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn the worker");
-        let mut ready = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut ready)
-            .unwrap();
-        assert_eq!(ready.trim(), "ready", "worker failed to connect");
         let pid = child.id();
+        let stdout = child.stdout.take().unwrap();
+        // Registered first, so that Drop kills it even if it never becomes ready.
         self.children.push(child);
-        pid
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let _ = tx.send(line);
+            }
+        });
+        match rx.recv_timeout(BOUND) {
+            Ok(Ok(l)) if l == "ready" => pid,
+            other => panic!("worker {pid} did not report ready: {other:?}"),
+        }
     }
 
-    /// SIGKILLs the worker `pid` and records it in the log.
+    /// SIGKILLs the worker `pid`, waits until it is dead, and then logs `killed <pid>`.
     fn kill(&mut self, pid: u32) {
         let i = self.children.iter().position(|c| c.id() == pid).unwrap();
         let mut c = self.children.remove(i);
@@ -80,6 +98,7 @@ impl Workers {
         self.note(&format!("killed {pid}"));
     }
 
+    /// Appends one line to the log, as a worker does.
     fn note(&self, line: &str) {
         let mut f = fs::OpenOptions::new()
             .append(true)
@@ -89,144 +108,281 @@ impl Workers {
         f.write_all(format!("{line}\n").as_bytes()).unwrap();
     }
 
+    /// Logs a hold of this test's own client (`who` must look like `<name>-<n>`).
+    fn note_guard(&self, event: &str, who: &str, g: &MutexGuard) {
+        self.note(&format!(
+            "{event} {who} {} {}",
+            g.fencing_token(),
+            g.node_path()
+        ));
+    }
+
     fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Waits until the log has a line for which `pred` holds.
-    fn wait_line(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    /// Waits (bounded) until the log has a line starting with `prefix`, and returns it.
+    async fn wait_line(&self, prefix: &str) -> String {
         let deadline = Instant::now() + BOUND;
         loop {
-            if let Some(l) = self.log().lines().find(|l| pred(l)) {
+            if let Some(l) = self.log().lines().find(|l| l.starts_with(prefix)) {
                 return l.to_owned();
             }
             assert!(
                 Instant::now() < deadline,
-                "never logged: {what}\n{}",
+                "no line {prefix:?} within {BOUND:?}; log:\n{}",
                 self.log()
             );
-            std::thread::sleep(Duration::from_millis(20));
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    /// Waits for every worker to exit, each successfully.
-    fn join(&mut self, bound: Duration) {
+    /// Waits for every worker to exit, each with status 0 (every task ended without error).
+    async fn join(&mut self, bound: Duration) {
         let deadline = Instant::now() + bound;
-        for mut c in self.children.drain(..) {
+        while let Some(mut c) = self.children.pop() {
             loop {
                 if let Some(status) = c.try_wait().unwrap() {
-                    assert!(status.success(), "a worker failed: {status}");
+                    assert!(
+                        status.success(),
+                        "worker {} failed: {status}; log tail:\n{}",
+                        c.id(),
+                        tail(&self.log())
+                    );
                     break;
                 }
                 if Instant::now() > deadline {
-                    let _ = c.kill();
+                    self.children.push(c); // killed by Drop
                     panic!("a worker did not finish within {bound:?}");
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
+    }
+
+    /// Replays the log with the checker, failing the test with the log on a violation.
+    fn check(&self, limit: usize) -> Report {
+        let log = self.log();
+        check(&log, limit).unwrap_or_else(|e| panic!("checker: {e}\nlog:\n{}", tail(&log)))
     }
 }
 
 impl Drop for Workers {
     fn drop(&mut self) {
         for c in &mut self.children {
-            let _ = c.kill();
+            let _ = c.kill(); // SIGKILL ends a stopped process too
             let _ = c.wait();
         }
         let _ = fs::remove_file(&self.log);
     }
 }
 
-async fn connect(s: &TestServer, session: Duration) -> zk::Client {
-    zk::Client::connector()
-        .with_session_timeout(session)
-        .connect(&s.addr().to_string())
-        .await
-        .expect("connect")
+/// The last lines of a log, for failure messages.
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
-/// Polls until no lock or lease node is left under `path`.
+/// Sends `sig` (`-STOP`, `-CONT`) to a worker process.
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid}: {status}");
+}
+
+async fn connect(s: &TestServer, session: Duration) -> zk::Client {
+    bounded(
+        "connect",
+        zk::Client::connector()
+            .with_session_timeout(session)
+            .connect(&s.addr().to_string()),
+    )
+    .await
+    .expect("connect")
+}
+
+/// Waits (bounded) until no lock or lease node (protected name `_c_...`) is left anywhere
+/// under `path`.
 async fn wait_clean(c: &zk::Client, path: &str) {
-    bounded("clean-up", async {
-        loop {
-            let mut left = Vec::new();
-            let mut todo = vec![path.to_owned()];
-            while let Some(p) = todo.pop() {
-                for child in c.list_children(&p).await.unwrap_or_default() {
-                    if child.starts_with("_c_") {
-                        left.push(child);
-                    } else {
-                        todo.push(format!("{p}/{child}"));
-                    }
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let mut left = Vec::new();
+        let mut todo = vec![path.to_owned()];
+        while let Some(p) = todo.pop() {
+            let children = match bounded("list", c.list_children(&p)).await {
+                Ok(children) => children,
+                Err(zk::Error::NoNode) => Vec::new(),
+                Err(e) => panic!("list {p}: {e}"),
+            };
+            for child in children {
+                if child.starts_with("_c_") {
+                    left.push(format!("{p}/{child}"));
+                } else {
+                    todo.push(format!("{p}/{child}"));
                 }
             }
-            if left.is_empty() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    })
-    .await;
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nodes left under {path}: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[test]
-fn checker_accepts_a_correct_log_and_refuses_broken_ones() {
-    let ok = "enter 1-0 10 n\nexit 1-0 10 n\nenter 2-0 12 n\nexit 2-0 12 n\n";
+fn the_checker_accepts_correct_logs_and_refuses_broken_ones() {
+    let ok = |log: &str, limit| {
+        check(log, limit).unwrap_or_else(|e| panic!("must pass: {e}\n{log}"));
+    };
+    let bad = |log: &str, limit| {
+        if let Ok(r) = check(log, limit) {
+            panic!("must fail, passed with {r:?}:\n{log}");
+        }
+    };
+    // A mutex handed over twice.
+    let log = "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 12 /m/b\nexit 2-0 12 /m/b\n";
     assert_eq!(
-        check(ok, 1),
+        check(log, 1),
         Ok(Report {
             enters: 2,
             exits: 2,
-            lost: 0,
-            peak: 1
+            peak: 1,
+            ..Report::default()
         })
     );
-    // Two inside a mutex.
-    assert!(check("enter 1-0 10 n\nenter 2-0 12 n\n", 1).is_err());
-    // Three inside a semaphore of two; two are fine.
-    assert!(check("enter 1-0 1 n\nenter 2-0 2 n\n", 2).is_ok());
-    assert!(check("enter 1-0 1 n\nenter 2-0 2 n\nenter 3-0 3 n\n", 2).is_err());
-    // Tokens must grow for a mutex.
-    assert!(check("enter 1-0 10 n\nexit 1-0 10 n\nenter 2-0 9 n\n", 1).is_err());
-    // Leaving without entering, entering twice.
-    assert!(check("exit 1-0 10 n\n", 1).is_err());
-    assert!(check("enter 1-0 10 n\nenter 1-0 11 n\n", 2).is_err());
-    // An overlap with a holder that later learns it lost its hold is forgiven, if the
-    // newcomer's token fences it off; with a holder that never learns, it is not.
-    assert!(check("enter 1-0 10 n\nenter 2-0 12 n\nlost 1-0 10 n\n", 1).is_ok());
-    assert!(check("enter 1-0 10 n\nenter 2-0 9 n\nlost 1-0 10 n\n", 1).is_err());
-    assert!(check("enter 1-0 10 n\nenter 2-0 12 n\nexit 1-0 10 n\n", 1).is_err());
-    // A killed process's holds end with it.
-    assert!(check("enter 7-0 10 n\nkilled 7\nenter 2-0 12 n\n", 1).is_ok());
+    // Two inside a mutex; three inside a semaphore of two (two are fine).
+    bad("enter 1-0 10 /m/a\nenter 2-0 12 /m/b\n", 1);
+    ok("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\n", 2);
+    bad("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\nenter 3-0 3 /s/c\n", 2);
+    // A mutex's tokens must grow from one holder to the next.
+    bad("enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 9 /m/b\n", 1);
+    bad(
+        "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 10 /m/b\n",
+        1,
+    );
+    // Leaving without entering, with another token, entering twice.
+    bad("exit 1-0 10 /m/a\n", 1);
+    bad("enter 1-0 10 /m/a\nexit 1-0 11 /m/a\n", 1);
+    bad("enter 1-0 10 /s/a\nenter 1-0 11 /s/b\n", 2);
+    // Garbage and torn lines.
+    bad("enter 1-0 10 /m/a\nbogus 1-0 10 /m/a\n", 1);
+    bad("enter 1-0 ten /m/a\n", 1);
+    bad("enter 1-0 10\n", 1);
+    bad("enter 1-0 10 /m/a\nexi", 1);
+    // Overlap with a holder that later learns it lost its hold: accepted when the newcomer's
+    // token fences it off, refused otherwise, and refused if the old holder exits normally
+    // (nobody took its hold away: a double grant).
+    let r = check(
+        "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
+        1,
+    )
+    .unwrap();
+    assert_eq!((r.excused, r.lost, r.peak, r.open), (1, 1, 2, 1));
+    bad("enter 1-0 10 /m/a\nenter 2-0 9 /m/b\nlost 1-0 10 /m/a\n", 1);
+    bad(
+        "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\n",
+        1,
+    );
+    bad(
+        "enter 1-0 10 /s/a\nenter 2-0 12 /s/b\nenter 3-0 8 /s/c\nlost 1-0 10 /s/a\n",
+        2,
+    );
+    ok(
+        "enter 1-0 10 /s/a\nenter 2-0 12 /s/b\nenter 3-0 14 /s/c\nlost 1-0 10 /s/a\n",
+        2,
+    );
+    // The excuse is per hold: a later lost hold of the same task excuses nothing earlier.
+    bad(
+        "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\nexit 2-0 12 /m/b\n\
+         enter 1-0 14 /m/c\nlost 1-0 14 /m/c\n",
+        1,
+    );
+    // A killed process's holds end at its `killed` line, not before, and it logs no more.
+    let r = check("enter 7-0 10 /m/a\nkilled 7\nenter 2-0 12 /m/b\n", 1).unwrap();
+    assert_eq!((r.killed, r.excused, r.open), (1, 0, 1));
+    bad("enter 7-0 10 /m/a\nenter 2-0 12 /m/b\nkilled 7\n", 1);
+    bad("enter 7-0 10 /m/a\nkilled 7\nexit 7-0 10 /m/a\n", 1);
+    // Errors are counted, not replayed.
+    assert_eq!(check("error 1-0 acquire: boom\n", 1).unwrap().errors, 1);
 }
 
+/// SIGKILL of a holder process: the server keeps its nodes until its session times out, then
+/// deletes them, and a waiting process enters. The checker proves the waiter did not enter
+/// before the holder died (its holds end at the `killed` line), for a mutex and for a semaphore
+/// whose two permits were both held by the killed process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_holder_process_loses_its_hold_after_the_session_timeout() {
+async fn a_killed_holder_process_loses_its_holds_after_the_session_timeout() {
+    let _serial = SERIAL.lock().await;
     let s = server();
     let c = connect(&s, Duration::from_secs(4)).await;
-    let mut w = Workers::new("sigkill");
-    // The holder would hold for ten minutes; its session times out after two seconds.
-    let holder = w.spawn(&s, "mutex", "/faults/kill", 1, 1, 600_000, 0, 2_000);
-    w.wait_line("the holder entering", |l| l.starts_with("enter "));
-    let waiter = w.spawn(&s, "mutex", "/faults/kill", 1, 1, 50, 3, 2_000);
-    w.kill(holder);
-    w.wait_line("the waiter entering", |l| {
-        l.starts_with(&format!("enter {waiter}-"))
-    });
-    w.join(BOUND);
-    let r = check(&w.log(), 1).unwrap_or_else(|e| panic!("{e}\n{}", w.log()));
-    assert!(r.enters >= 2, "{r:?}");
-    wait_clean(&c, "/faults/kill").await;
+    for (recipe, path, limit) in [
+        ("mutex", "/faults/kill/m", 1),
+        ("semaphore", "/faults/kill/s", 2),
+    ] {
+        let mut w = Workers::new(&format!("sigkill-{recipe}"));
+        // The holder would hold for ten minutes; its session times out after two seconds.
+        let holder = w.spawn(
+            &s,
+            Job {
+                recipe,
+                path,
+                limit,
+                tasks: limit as usize,
+                hold_ms: 600_000,
+                run_secs: 0,
+                session_ms: 2_000,
+            },
+        );
+        for t in 0..limit {
+            w.wait_line(&format!("enter {holder}-{t} ")).await;
+        }
+        let waiter = w.spawn(
+            &s,
+            Job {
+                recipe,
+                path,
+                limit,
+                tasks: 1,
+                hold_ms: 20,
+                run_secs: 2,
+                session_ms: 4_000,
+            },
+        );
+        w.kill(holder);
+        w.wait_line(&format!("enter {waiter}-0 ")).await;
+        w.join(BOUND).await;
+        let r = w.check(limit as usize);
+        assert_eq!(r.killed, limit as usize, "{recipe}: {r:?}");
+        assert!(
+            r.exits >= 1 && r.errors == 0 && r.lost == 0,
+            "{recipe}: {r:?}"
+        );
+        assert_eq!(r.open, 0, "{recipe}: {r:?}");
+        wait_clean(&c, path).await;
+    }
 }
 
+/// The server killed and restarted on the same port and data while a waiter waits, within the
+/// session timeout: the server restores the sessions, so nothing is lost. The holder still
+/// holds, the waiter still waits (no grant during the outage or after it), the release hands
+/// over, and nothing is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_restarted_within_the_session_timeout_loses_nothing() {
+    let _serial = SERIAL.lock().await;
     let mut s = server();
+    let w = Workers::new("restart");
     let session = Duration::from_secs(20);
     let (a, b) = (connect(&s, session).await, connect(&s, session).await);
     let ma = Mutex::new(a.clone(), "/faults/restart").unwrap();
     let held = bounded("holder", ma.acquire()).await.unwrap();
+    w.note_guard("enter", "a-0", &held);
     let mb = Mutex::new(b.clone(), "/faults/restart").unwrap();
     let mut waiter = tokio::spawn(async move { mb.acquire().await.map(|g| (g, mb)) });
     common::wait_children(&b, "/faults/restart", 2).await;
@@ -234,120 +390,227 @@ async fn a_server_restarted_within_the_session_timeout_loses_nothing() {
         s.stop();
         s.restart(Duration::from_secs(60)).expect("restart");
     });
-    // The sessions survived (the server persists them): the holder still holds, the waiter
-    // still waits, and the release hands over.
     bounded("reconnect", a.sync("/")).await.unwrap();
-    assert!(!held.is_lost());
-    assert!(common::still_waiting(&mut waiter, Duration::from_millis(500)).await);
+    assert!(
+        !held.is_lost(),
+        "a restart within the session timeout loses nothing"
+    );
+    assert!(
+        common::still_waiting(&mut waiter, Duration::from_millis(500)).await,
+        "the waiter must not be granted while the holder holds"
+    );
+    w.note_guard("exit", "a-0", &held);
     held.release().await.unwrap();
-    let (g, _mb) = bounded("waiter after restart", waiter)
+    let (g, _mb) = bounded("the waiter after the restart", waiter)
         .await
         .unwrap()
         .unwrap();
+    w.note_guard("enter", "b-0", &g);
     assert!(!g.is_lost());
+    w.note_guard("exit", "b-0", &g);
     g.release().await.unwrap();
+    let r = w.check(1);
+    assert_eq!((r.enters, r.exits, r.open), (2, 2, 0), "{r:?}");
     wait_clean(&b, "/faults/restart").await;
 }
 
+/// The server down for longer than the session timeout while a waiter waits: the waiter fails
+/// with `SessionLost` (never a grant, never a hang), the holder's `lost()` completes, and after
+/// a restart nothing is left behind, and a new client acquires with a larger fencing token
+/// (a restarted server's zxids start a new epoch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_down_past_the_session_timeout_fails_waiters_and_leaves_nothing() {
+    let _serial = SERIAL.lock().await;
     let mut s = server();
     let session = Duration::from_secs(2);
     let (a, b) = (connect(&s, session).await, connect(&s, session).await);
     let ma = Mutex::new(a.clone(), "/faults/down").unwrap();
     let held = bounded("holder", ma.acquire()).await.unwrap();
+    let old_token = held.fencing_token();
     let mb = Mutex::new(b.clone(), "/faults/down").unwrap();
     let waiter = tokio::spawn(async move { mb.acquire().await.map(|_| ()) });
     common::wait_children(&b, "/faults/down", 2).await;
     tokio::task::block_in_place(|| s.stop());
-    // Down for longer than the session timeout: the waiter gets an error, never a grant, and
-    // the holder is told it may have lost its hold.
     let r = bounded("the waiter failing", waiter).await.unwrap();
     assert!(matches!(r, Err(Error::SessionLost)), "{r:?}");
     bounded("the holder learning", held.lost()).await;
+    assert!(held.is_lost());
     tokio::task::block_in_place(|| s.restart(Duration::from_secs(60)).expect("restart"));
     drop(held);
-    // Whatever the restarted server did with the old sessions, nothing stays behind.
+    // Whatever the restarted server did with the old sessions (they expire, or the old
+    // clients resume them and delete their nodes), nothing stays behind.
     let c = connect(&s, Duration::from_secs(4)).await;
     wait_clean(&c, "/faults/down").await;
-    let m = Mutex::new(c, "/faults/down").unwrap();
-    assert!(bounded("a new client", m.try_acquire_for(BOUND))
+    let m = Mutex::new(c.clone(), "/faults/down").unwrap();
+    let g = bounded("a new client", m.try_acquire_for(BOUND))
         .await
         .unwrap()
-        .is_some());
+        .expect("a new client acquires after the restart");
+    assert!(
+        g.fencing_token() > old_token,
+        "{} <= {old_token}",
+        g.fencing_token()
+    );
+    g.release().await.unwrap();
+    wait_clean(&c, "/faults/down").await;
 }
 
+/// The server frozen with SIGSTOP past the holders' session timeout: the holders learn they
+/// lost their permits (`lost()`, logged) while the server is still frozen, so no overlap needs
+/// excusing; after the thaw their sessions expire and a waiter, whose longer session survived
+/// the freeze, is granted. The checker passes and nothing is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_frozen_past_the_session_timeout_tells_holders_they_lost() {
+    let _serial = SERIAL.lock().await;
     let mut s = server();
-    let mut w = Workers::new("sigstop");
-    let holder = w.spawn(&s, "mutex", "/faults/freeze", 1, 1, 600_000, 0, 2_000);
-    w.wait_line("the holder entering", |l| l.starts_with("enter "));
+    let c = connect(&s, Duration::from_secs(10)).await;
+    let mut w = Workers::new("sigstop-server");
+    let path = "/faults/freeze";
+    let holder = w.spawn(
+        &s,
+        Job {
+            recipe: "semaphore",
+            path,
+            limit: 2,
+            tasks: 2,
+            hold_ms: 600_000,
+            run_secs: 0,
+            session_ms: 2_000,
+        },
+    );
+    for t in 0..2 {
+        w.wait_line(&format!("enter {holder}-{t} ")).await;
+    }
+    let waiter = w.spawn(
+        &s,
+        Job {
+            recipe: "semaphore",
+            path,
+            limit: 2,
+            tasks: 1,
+            hold_ms: 20,
+            run_secs: 2,
+            session_ms: 30_000,
+        },
+    );
+    // The waiter is queued (its gate and lease nodes exist) before the freeze.
+    common::wait_children(&c, &format!("{path}/leases"), 3).await;
     s.freeze().unwrap();
-    // The holder learns within a bound, even while the server is still frozen.
-    w.wait_line("the holder learning it lost", |l| {
-        l.starts_with(&format!("lost {holder}-"))
-    });
+    for t in 0..2 {
+        w.wait_line(&format!("lost {holder}-{t} ")).await;
+    }
+    assert!(
+        !w.log().contains(&format!("enter {waiter}-")),
+        "granted while the server was frozen"
+    );
     s.thaw();
-    let c = connect(&s, Duration::from_secs(4)).await;
-    let m = Mutex::new(c.clone(), "/faults/freeze").unwrap();
-    let g = bounded("a new holder", m.acquire()).await.unwrap();
-    w.note(&format!(
-        "enter test-0 {} {}",
-        g.fencing_token(),
-        g.node_path()
-    ));
-    w.note(&format!(
-        "exit test-0 {} {}",
-        g.fencing_token(),
-        g.node_path()
-    ));
-    g.release().await.unwrap();
-    w.join(BOUND);
-    let r = check(&w.log(), 1).unwrap_or_else(|e| panic!("{e}\n{}", w.log()));
-    assert_eq!(r.lost, 1, "{r:?}");
-    wait_clean(&c, "/faults/freeze").await;
+    w.wait_line(&format!("enter {waiter}-0 ")).await;
+    w.join(BOUND).await;
+    let r = w.check(2);
+    assert_eq!((r.lost, r.excused, r.errors, r.open), (2, 0, 0, 0), "{r:?}");
+    assert!(r.exits >= 1, "{r:?}");
+    wait_clean(&c, path).await;
 }
 
+/// A holder *process* paused with SIGSTOP past its session timeout, the case fencing tokens are
+/// for: the server expires the session and grants the mutex to a waiting process while the
+/// paused holder still believes it holds. Once resumed, it learns it lost. The log shows the
+/// overlap; the checker accepts it only because the holder then logs `lost` and the newcomer's
+/// token is larger, so a resource checking tokens refuses the stale holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_holder_process_is_fenced_off_and_told_it_lost() {
+    let _serial = SERIAL.lock().await;
+    let s = server();
+    let c = connect(&s, Duration::from_secs(4)).await;
+    let mut w = Workers::new("sigstop-holder");
+    let path = "/faults/pause";
+    let job = Job {
+        recipe: "mutex",
+        path,
+        limit: 1,
+        tasks: 1,
+        hold_ms: 600_000,
+        run_secs: 0,
+        session_ms: 2_000,
+    };
+    let holder = w.spawn(&s, job);
+    let entered = w.wait_line(&format!("enter {holder}-0 ")).await;
+    let waiter = w.spawn(
+        &s,
+        Job {
+            hold_ms: 20,
+            run_secs: 2,
+            session_ms: 10_000,
+            ..job
+        },
+    );
+    common::wait_children(&c, path, 2).await;
+    signal(holder, "-STOP");
+    let granted = w.wait_line(&format!("enter {waiter}-0 ")).await;
+    signal(holder, "-CONT");
+    w.wait_line(&format!("lost {holder}-0 ")).await;
+    w.join(BOUND).await;
+    let token = |l: &str| l.split(' ').nth(2).unwrap().parse::<i64>().unwrap();
+    assert!(
+        token(&granted) > token(&entered),
+        "{granted} after {entered}"
+    );
+    let r = w.check(1);
+    assert_eq!((r.lost, r.excused, r.errors, r.open), (1, 1, 0, 0), "{r:?}");
+    wait_clean(&c, path).await;
+}
+
+/// 32 worker processes × 4 tasks on one semaphore of 5, then 32 × 4 on one mutex, for
+/// `AQS_ZK_SOAK_SECS` (default 60) in all. Both checkers pass with no loss and no error, every
+/// process exits cleanly, the semaphore was full at some moment (so its limit was exercised,
+/// not just never reached), and no node is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_processes_contend_for_a_minute() {
+    let _serial = SERIAL.lock().await;
     let secs: u64 = std::env::var("AQS_ZK_SOAK_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
+    let phase = (secs / 2).max(1);
     let s = server();
-    let (limit, procs, tasks) = (5, 32, 4);
-    let mut sem = Workers::new("soak-semaphore");
-    let mut mutex = Workers::new("soak-mutex");
-    for i in 0..procs {
-        if i % 2 == 0 {
-            sem.spawn(
+    let c = connect(&s, Duration::from_secs(10)).await;
+    let (procs, tasks, limit) = (32, 4, 5);
+    for (recipe, path, limit, hold_ms) in [
+        // Holds long enough that 128 contenders keep all five permits taken.
+        ("semaphore", "/faults/soak/s", limit, 50),
+        ("mutex", "/faults/soak/m", 1, 2),
+    ] {
+        let mut w = Workers::new(&format!("soak-{recipe}"));
+        for _ in 0..procs {
+            w.spawn(
                 &s,
-                "semaphore",
-                "/faults/soak/s",
-                limit,
-                tasks,
-                5,
-                secs,
-                10_000,
+                Job {
+                    recipe,
+                    path,
+                    limit,
+                    tasks,
+                    hold_ms,
+                    run_secs: phase,
+                    // Long enough that a loaded machine does not expire sessions.
+                    session_ms: 10_000,
+                },
             );
-        } else {
-            mutex.spawn(&s, "mutex", "/faults/soak/m", 1, tasks, 2, secs, 10_000);
         }
+        w.join(Duration::from_secs(phase) + BOUND * 3).await;
+        let r = w.check(limit as usize);
+        println!("{recipe}: {r:?}");
+        assert_eq!((r.lost, r.errors, r.open, r.killed), (0, 0, 0, 0), "{r:?}");
+        assert_eq!(r.enters, r.exits, "{r:?}");
+        assert_eq!(r.peak, limit as usize, "{recipe} never full: {r:?}");
+        // Every task of every process was granted at least once: the queues are FIFO, so no
+        // contender starves.
+        let log = w.log();
+        let entered: std::collections::HashSet<&str> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("enter "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        assert_eq!(entered.len(), procs * tasks, "{recipe}: {r:?}");
+        wait_clean(&c, path).await;
     }
-    let bound = Duration::from_secs(secs) + BOUND * 3;
-    tokio::task::block_in_place(|| {
-        sem.join(bound);
-        mutex.join(bound);
-    });
-    let rs = check(&sem.log(), limit as usize).unwrap_or_else(|e| panic!("semaphore: {e}"));
-    let rm = check(&mutex.log(), 1).unwrap_or_else(|e| panic!("mutex: {e}"));
-    assert!(!sem.log().contains("error") && !mutex.log().contains("error"));
-    assert_eq!((rs.lost, rm.lost), (0, 0));
-    assert_eq!(rs.enters, rs.exits);
-    assert_eq!(rm.enters, rm.exits);
-    assert!(rs.enters > 0 && rm.enters > 0);
-    println!("semaphore: {rs:?}\nmutex: {rm:?}");
-    let c = connect(&s, Duration::from_secs(4)).await;
-    wait_clean(&c, "/faults/soak").await;
 }

@@ -141,5 +141,3 @@ pub async fn still_waiting<T>(f: &mut tokio::task::JoinHandle<T>, d: Duration) -
     tokio::time::sleep(d).await;
     !f.is_finished()
 }
-
-pub mod checker;
