@@ -532,8 +532,11 @@ async fn a_server_frozen_past_the_session_timeout_tells_holders_they_lost() {
             session_ms: 30_000,
         },
     );
-    // The waiter is queued (its gate and lease nodes exist) before the freeze.
+    // The waiter is queued (its gate and lease nodes exist) and, after a moment, parked on its
+    // watch before the freeze: a request in flight when the connection times out would fail
+    // with the transport's error instead of being retried (`node::retry` retries only `ConnectionLoss`).
     common::wait_children(&c, &format!("{path}/leases"), 3).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     s.freeze().unwrap();
     for t in 0..2 {
         w.wait_line(&format!("lost {holder}-{t} ")).await;
