@@ -95,8 +95,8 @@ pub(crate) async fn create_protected(
                 });
             }
             Err(zk::Error::NoNode) => ensure_containers(client, parent).await?,
-            Err(zk::Error::ConnectionLoss) => {
-                reconnected(client).await?;
+            Err(e) if connection_failed(&e) => {
+                reconnected_after(client, &e).await?;
                 if let Some(node) = find_protected(client, parent, prefix).await? {
                     return Ok(node);
                 }
@@ -227,6 +227,26 @@ fn connected(s: zk::SessionState) -> bool {
     )
 }
 
+/// Whether `e` is the connection failing under a request. zookeeper-client 0.11 reports a
+/// request sent while disconnected as `ConnectionLoss`, but fails the requests in flight when a
+/// connection breaks with the transport's own error (`Custom`: a reset socket, or no response
+/// within the read timeout). Either way the session may still be alive (Z3).
+pub(crate) fn connection_failed(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss | zk::Error::Custom(_) | zk::Error::Timeout
+    )
+}
+
+/// [`reconnected`], after the failure `e`. A transport error can arrive before the client has
+/// marked the session disconnected; a short pause keeps the retry from spinning on it.
+async fn reconnected_after(client: &zk::Client, e: &zk::Error) -> Result<(), Error> {
+    if !matches!(e, zk::Error::ConnectionLoss) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    reconnected(client).await
+}
+
 /// Waits until the session is connected again after a connection loss (Z3): `Err` once it ended,
 /// or once the connection has stayed down for a whole session timeout.
 pub(crate) async fn reconnected(client: &zk::Client) -> Result<(), Error> {
@@ -251,7 +271,7 @@ pub(crate) async fn reconnected(client: &zk::Client) -> Result<(), Error> {
         .unwrap_or(Err(Error::SessionLost))
 }
 
-/// Runs `op` until it does not fail with a connection loss, waiting for the session to reconnect
+/// Runs `op` until it does not fail with a connection failure, waiting for the session to reconnect
 /// in between (Z3). Only for idempotent requests: reads, watches and deletes.
 pub(crate) async fn retry<T, F, Fut>(client: &zk::Client, mut op: F) -> Result<T, Error>
 where
@@ -260,7 +280,7 @@ where
 {
     loop {
         match op().await {
-            Err(zk::Error::ConnectionLoss) => reconnected(client).await?,
+            Err(e) if connection_failed(&e) => reconnected_after(client, &e).await?,
             r => return r.map_err(Error::from),
         }
     }
