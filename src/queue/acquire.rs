@@ -1,4 +1,4 @@
-//! Acquiring: the arrival's CAS, joining the queue, and the one resumable
+//! Acquiring: the arrival's CAS and the one resumable
 //! acquire step that every waiter runs (`acquire` in JDK 14+, where it
 //! replaced JDK 8's `doAcquireShared` family).
 
@@ -10,7 +10,7 @@ use super::policy::{try_acquire, Discipline, Mode, Policy};
 use super::reclaim::Guard;
 use super::state::{after_take, is_closed, value_of, waiters_of, ARMED, ONE_WAITER};
 use super::RawSync;
-use crate::loom::{yield_now, Ordering::*};
+use crate::loom::Ordering::*;
 use crate::park::{deadline_passed, park, Parked};
 use crate::spin::{Spin, YieldWindow, SECOND_IN_LINE_RENEWALS, YIELD_WINDOW};
 
@@ -105,6 +105,37 @@ pub(crate) struct Waiter<'s> {
     spins: bool,
     /// Blocking waits only: yielding before parking (FIFO).
     window: YieldWindow,
+}
+
+impl<'s> Waiter<'s> {
+    /// A waiter on `node`, already linked and counted, with fresh wait state.
+    /// `spins` is false for a task's waiter, which must return from its poll
+    /// instead.
+    pub(super) fn new(
+        sync: &'s RawSync,
+        node: *mut Node,
+        (mode, arg): (Mode, u32),
+        deadline: Option<Instant>,
+        resumed: Resumed,
+        spins: bool,
+    ) -> Waiter<'s> {
+        Waiter {
+            sync,
+            node,
+            mode,
+            arg,
+            deadline,
+            resumed,
+            armed_pred: ptr::null_mut(),
+            published: false,
+            spin: Spin::new(),
+            spun_second: false,
+            spin_second: false,
+            renewals: if spins { SECOND_IN_LINE_RENEWALS } else { 0 },
+            spins,
+            window: YieldWindow::new(YIELD_WINDOW),
+        }
+    }
 }
 
 impl RawSync {
@@ -296,132 +327,6 @@ impl RawSync {
                     waiter.wait_blocking(discipline);
                     guard = Some(self.reclaim.enter());
                 }
-            }
-        }
-    }
-
-    /// Creates, links and counts a node asking for `arg` (`addWaiter`).
-    /// `arg` is at least 1: a request for nothing never waits (synchronizers
-    /// answer it without the core), and `wake_ahead` stops at a value that
-    /// covers nobody behind the first waiter.
-    pub(crate) fn enqueue(
-        &self,
-        mode: Mode,
-        arg: u32,
-        deadline: Option<Instant>,
-        guard: &Guard<'_>,
-    ) -> Waiter<'_> {
-        Waiter {
-            sync: self,
-            node: self.add_waiter(mode, arg, guard),
-            mode,
-            arg,
-            deadline,
-            resumed: Resumed::Unwoken,
-            armed_pred: ptr::null_mut(),
-            published: false,
-            spin: Spin::new(),
-            spun_second: false,
-            spin_second: false,
-            renewals: SECOND_IN_LINE_RENEWALS,
-            spins: true,
-            window: YieldWindow::new(YIELD_WINDOW),
-        }
-    }
-
-    /// Creates, links and counts an async waiter's node (feature `async`):
-    /// its wake-ups go to a waker slot, and it never spins.
-    #[cfg(feature = "async")]
-    #[cfg_attr(aqs_loom, allow(dead_code))]
-    pub(crate) fn enqueue_task(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> Waiter<'_> {
-        debug_assert!(arg > 0, "a request for nothing was queued");
-        let node = Node::alloc_task(arg, mode);
-        self.enq(node, guard);
-        // Q1 (P2): counted only after linking, by an RMW.
-        self.state.fetch_add(ONE_WAITER, AcqRel);
-        Waiter {
-            sync: self,
-            node,
-            mode,
-            arg,
-            deadline: None,
-            resumed: Resumed::Unwoken,
-            armed_pred: ptr::null_mut(),
-            published: false,
-            spin: Spin::new(),
-            spun_second: false,
-            spin_second: false,
-            renewals: 0,
-            spins: false,
-            window: YieldWindow::new(YIELD_WINDOW),
-        }
-    }
-
-    /// A waiter for a node that a notifier linked on its owner's behalf
-    /// (`transfer`), resuming as if woken.
-    pub(super) fn adopt(&self, node: *mut Node, arg: u32) -> Waiter<'_> {
-        Waiter {
-            sync: self,
-            node,
-            mode: Mode::Exclusive,
-            arg,
-            deadline: None,
-            resumed: Resumed::Woken,
-            armed_pred: ptr::null_mut(),
-            published: false,
-            spin: Spin::new(),
-            spun_second: false,
-            spin_second: false,
-            renewals: SECOND_IN_LINE_RENEWALS,
-            spins: true,
-            window: YieldWindow::new(YIELD_WINDOW),
-        }
-    }
-
-    /// Links and counts a new node (inside a guard).
-    pub(super) fn add_waiter(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> *mut Node {
-        debug_assert!(arg > 0, "a request for nothing was queued");
-        let node = Node::alloc(arg, mode);
-        self.enq(node, guard);
-        // Q1 (P2): counted only after linking, by an RMW.
-        self.state.fetch_add(ONE_WAITER, AcqRel);
-        node
-    }
-
-    /// Links `node` at the tail, creating the dummy head on first use.
-    pub(super) fn enq(&self, node: *mut Node, guard: &Guard<'_>) {
-        // SAFETY: freshly allocated and not yet published: ours alone.
-        let me = unsafe { guard.node(node) };
-        loop {
-            let t = self.tail.load(Acquire);
-            if t.is_null() {
-                self.init_queue();
-                continue;
-            }
-            me.prev.store(t, Relaxed);
-            // AcqRel: publishes `prev` and the node's initial fields.
-            if self.tail.compare_exchange(t, node, AcqRel, Acquire).is_ok() {
-                // SAFETY: R5: `t` was loaded from `tail` inside the guard.
-                unsafe { guard.node(t) }.next.store(node, Release);
-                return;
-            }
-        }
-    }
-
-    #[cold]
-    fn init_queue(&self) {
-        let dummy = Node::alloc(0, Mode::Shared);
-        match self
-            .head
-            .compare_exchange(ptr::null_mut(), dummy, AcqRel, Acquire)
-        {
-            Ok(_) => self.tail.store(dummy, Release),
-            Err(_) => {
-                // SAFETY: never published.
-                unsafe { Node::free(dummy) };
-                // Another thread installed the head and is about to set the
-                // tail (JDK `enq`); let it run.
-                yield_now();
             }
         }
     }

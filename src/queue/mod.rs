@@ -220,6 +220,7 @@ use crate::spin::Pace;
 
 mod acquire;
 mod cancel;
+mod enqueue;
 // The loom build's only users of condition queues are its models.
 #[cfg_attr(all(aqs_loom, not(test)), allow(dead_code))]
 mod condition;
