@@ -95,6 +95,13 @@ impl WaitTimeoutResult {
 /// A wait panics, changing nothing, if other threads are waiting with a
 /// different mutex.
 ///
+/// A wait also panics if a task waiting for the mutex (feature `async`)
+/// has a waker that panics when the wait's release or re-acquire wakes it.
+/// The wait then ends at once, as if timed out, with the mutex held again
+/// (as the guard says) and nothing left on the condition queue; every
+/// other waiter is still woken. A `wait_while` condition that panics
+/// leaves the mutex held and the condition queue as it was too.
+///
 /// # Size
 ///
 /// 72 bytes: the condition queue (a `std` mutex over a deque of waiters)
@@ -141,7 +148,11 @@ impl Condvar {
         // SAFETY: the guard proves this thread holds the mutex, which the
         // guard borrows for longer than this call; `wait` releases it and
         // takes it back before returning, so the guard is valid again.
-        unsafe { self.cond.wait(mutex.raw().bound(), deadline) }
+        let (waited, woke) = unsafe { self.cond.wait(mutex.raw().bound(), deadline) };
+        // O3: the mutex is held again and our node is off the condition
+        // queue: now a task waker's panic may reach our caller.
+        crate::queue::propagate(woke);
+        waited
     }
 
     /// Releases the guard's mutex and waits until notified, then re-acquires

@@ -1,7 +1,9 @@
 //! The waker slot of an async waiter's node (feature `async`): the polling
 //! task registers its `Waker` while a releaser may be waking it. The
 //! protocol is the `AtomicWaker` one that futures and tokio use, written on
-//! the crate's shim so that loom sees it.
+//! the crate's shim so that loom sees it. Also [`WakeList`], where queue
+//! code collects the wakers it must wake until it is done with the queue
+//! (O1 in `queue/mod.rs`).
 //!
 //! The slot's state is a small bit set:
 //!
@@ -21,18 +23,24 @@
 //! * **AW2, no wake is lost.** A wake that finds `REGISTERING` sets `WAKING`
 //!   and leaves; the owner's closing CAS then fails, and the owner wakes the
 //!   waker it just stored. A wake that finds `WAKING` already set is
-//!   covered by the one in progress. A wake that finds `WAITING` takes and
-//!   wakes the stored waker.
+//!   covered by the one in progress. A wake that finds `WAITING` takes the
+//!   stored waker, to wake it once it is out of the queue's bookkeeping.
+//!
+//! No waker code (`clone`, `wake`, `drop`) runs while the slot is not
+//! `WAITING` (O1): a panic in it cannot leave the slot locked.
 
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 
 use crate::loom::{AtomicUsize, Ordering::*, UnsafeCell};
+use crate::queue::Payload;
 
 const WAITING: usize = 0;
 const REGISTERING: usize = 1;
 const WAKING: usize = 2;
 
-/// A `Waker` that one owner registers and any thread may wake.
+/// A `Waker` that one owner registers and any thread may take.
 pub(crate) struct WakerSlot {
     state: AtomicUsize,
     waker: UnsafeCell<Option<Waker>>,
@@ -46,10 +54,14 @@ impl WakerSlot {
         }
     }
 
-    /// Stores `waker` to be woken by the next [`WakerSlot::wake`]. Only the
+    /// Stores `waker` to be taken by the next [`WakerSlot::take`]. Only the
     /// slot's owner (one task at a time) registers. A wake that races this
     /// call is not lost (AW2): either it takes the new waker, or this call
     /// wakes it.
+    ///
+    /// The waker's own code (its `clone`, the old waker's `drop`, a `wake`)
+    /// runs only once the slot is `WAITING` again: a panic in it propagates
+    /// to the caller and leaves the slot usable, holding one of the wakers.
     pub(crate) fn register(&self, waker: &Waker) {
         match self
             .state
@@ -58,25 +70,27 @@ impl WakerSlot {
         {
             WAITING => {
                 // SAFETY: AW1: our CAS set REGISTERING from WAITING.
-                let old = self.waker.with_mut(|cell| unsafe {
-                    match &*cell {
-                        Some(stored) if stored.will_wake(waker) => None,
-                        _ => (*cell).replace(waker.clone()),
-                    }
+                let same = self.waker.with(|cell| unsafe {
+                    matches!(&*cell, Some(stored) if stored.will_wake(waker))
                 });
-                if let Err(actual) =
-                    self.state
-                        .compare_exchange(REGISTERING, WAITING, AcqRel, Acquire)
-                {
-                    // AW2: a wake came while we wrote; it left the cell to us.
-                    debug_assert_eq!(actual, REGISTERING | WAKING);
-                    // SAFETY: AW1: still ours; the waker only set its bit.
-                    let stored = self.waker.with_mut(|cell| unsafe { (*cell).take() });
-                    self.state.swap(WAITING, AcqRel);
-                    if let Some(stored) = stored {
-                        stored.wake();
+                let new = if same {
+                    None
+                } else {
+                    // `clone` is the waker's code and may panic: then hand
+                    // the slot back first, with the old waker in it, so that
+                    // a wake that came meanwhile is still delivered.
+                    match panic::catch_unwind(AssertUnwindSafe(|| waker.clone())) {
+                        Ok(new) => Some(new),
+                        Err(payload) => {
+                            self.end_registration();
+                            panic::resume_unwind(payload);
+                        }
                     }
-                }
+                };
+                // SAFETY: AW1: still ours.
+                let old =
+                    new.and_then(|new| self.waker.with_mut(|cell| unsafe { (*cell).replace(new) }));
+                self.end_registration();
                 drop(old);
             }
             WAKING => {
@@ -90,10 +104,21 @@ impl WakerSlot {
         }
     }
 
-    /// Wakes the registered waker, if any, taking it out of the slot.
-    pub(crate) fn wake(&self) {
-        if let Some(waker) = self.take() {
-            waker.wake();
+    /// Hands the slot back after a registration. If a wake came meanwhile,
+    /// it left the cell to us (AW2): we take what the cell holds and wake
+    /// it, once the slot is `WAITING` again.
+    fn end_registration(&self) {
+        if let Err(actual) = self
+            .state
+            .compare_exchange(REGISTERING, WAITING, AcqRel, Acquire)
+        {
+            debug_assert_eq!(actual, REGISTERING | WAKING);
+            // SAFETY: AW1: still ours; the waker only set its bit.
+            let stored = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+            self.state.swap(WAITING, AcqRel);
+            if let Some(stored) = stored {
+                stored.wake();
+            }
         }
     }
 
@@ -108,7 +133,12 @@ impl WakerSlot {
         drop(self.waker.with_mut(|cell| unsafe { (*cell).take() }));
     }
 
-    fn take(&self) -> Option<Waker> {
+    /// Takes the registered waker out of the slot, if no other hand is in
+    /// it, without running any of its code. A releaser takes it to wake it
+    /// after the queue's bookkeeping ([`WakeList`], O1); the owner takes it
+    /// when it leaves the queue, so that freeing the node never drops a
+    /// waker (O2).
+    pub(crate) fn take(&self) -> Option<Waker> {
         match self.state.fetch_or(WAKING, AcqRel) {
             WAITING => {
                 // SAFETY: AW1: our fetch_or set WAKING from WAITING.
@@ -120,5 +150,59 @@ impl WakerSlot {
             // another waker is at it.
             _ => None,
         }
+    }
+
+    /// Whether a waker is stored; for tests (the owner must have taken it
+    /// by the time its node is freed: O2).
+    #[cfg(not(aqs_loom))]
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: a read under AW1's rules is not guaranteed; this is only
+        // called where nobody else can use the slot (a node being freed).
+        self.waker.with(|cell| unsafe { (*cell).is_none() })
+    }
+}
+
+/// The wakers that queue code took while inside its bookkeeping, woken
+/// only after it is done (O1; tokio's `WakeList`). Kept by one thread (a
+/// [`Guard`](crate::queue) is not `Send`).
+#[derive(Default)]
+pub(crate) struct WakeList {
+    wakers: RefCell<Vec<Waker>>,
+}
+
+impl WakeList {
+    /// Adds a taken waker, to be woken by [`WakeList::wake_all`].
+    pub(crate) fn push(&self, waker: Waker) {
+        self.wakers.borrow_mut().push(waker);
+    }
+
+    /// Whether any waker waits to be woken.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.wakers.borrow().is_empty()
+    }
+
+    /// Wakes every collected waker. A waker that panics does not stop the
+    /// others (every wake-up is still delivered); the first panic's payload
+    /// is returned for the caller to propagate once its own state is
+    /// consistent (O3), and later ones are dropped.
+    pub(crate) fn wake_all(&self) -> Result<(), Payload> {
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        let mut first = Ok(());
+        for waker in wakers {
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                if first.is_ok() {
+                    first = Err(payload);
+                }
+            }
+        }
+        first
+    }
+}
+
+/// Drops `waker` (the waker's own code) and returns its panic, if any.
+pub(crate) fn drop_caught(waker: Option<Waker>) -> Result<(), Payload> {
+    match waker {
+        None => Ok(()),
+        Some(waker) => panic::catch_unwind(AssertUnwindSafe(|| drop(waker))),
     }
 }

@@ -57,7 +57,9 @@ impl<const FAIR: bool> Shared<FAIR> {
     /// Waits with the lock held; returns holding it again.
     fn wait(&self, deadline: Option<Instant>) -> Waited {
         // SAFETY: the caller holds `lock`, which outlives the call.
-        unsafe { self.cond.wait(self.lock.bound(), deadline) }
+        let (waited, woke) = unsafe { self.cond.wait(self.lock.bound(), deadline) };
+        assert!(woke.is_ok(), "no task waits in these models");
+        waited
     }
 
     fn unlock(&self) {

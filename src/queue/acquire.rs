@@ -52,6 +52,15 @@ pub(crate) enum Step {
     Spin,
 }
 
+/// How a blocking acquire ended ([`RawSync::drive_caught`]).
+pub(super) struct Driven {
+    pub(super) result: Result<(), AcquireFailed>,
+    /// Whether the acquire changed the value (O3: what to give back).
+    pub(super) took: bool,
+    /// The first panic of a waker that the last step woke (O1, O3).
+    pub(super) woke: Result<(), super::Payload>,
+}
+
 /// How a wait between two steps ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resumed {
@@ -66,7 +75,12 @@ pub(crate) enum Resumed {
 /// The first queued waiter's hook result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Queued {
-    Acquired(bool),
+    /// Acquired: whether to propagate, and whether the value changed (an
+    /// acquire that took nothing, a latch's, has nothing to give back: O3).
+    Acquired {
+        propagate: bool,
+        took: bool,
+    },
     Failed,
     Closed,
 }
@@ -105,6 +119,9 @@ pub(crate) struct Waiter<'s> {
     spins: bool,
     /// Blocking waits only: yielding before parking (FIFO).
     window: YieldWindow,
+    /// Whether the acquire changed the value (set when a step acquires):
+    /// whether there is anything to give back (O3).
+    took: bool,
 }
 
 impl<'s> Waiter<'s> {
@@ -134,6 +151,7 @@ impl<'s> Waiter<'s> {
             renewals: if spins { SECOND_IN_LINE_RENEWALS } else { 0 },
             spins,
             window: YieldWindow::new(YIELD_WINDOW),
+            took: false,
         }
     }
 }
@@ -288,46 +306,80 @@ impl RawSync {
     }
 
     /// The blocking driver: steps `waiter` inside a guard and sleeps between
-    /// steps outside it, until it acquires or gives up.
+    /// steps outside it, until it acquires or gives up. If a waker that the
+    /// final step woke panics (a task's, behind us in the queue), the hold
+    /// is given back and the panic propagates to our caller (O3); while the
+    /// thread is unwinding already, the panic is dropped instead and the
+    /// acquire stands.
     pub(super) fn drive<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        waiter: Waiter<'_>,
+        guard: Guard<'_>,
+    ) -> Result<(), AcquireFailed> {
+        let (mode, arg) = (waiter.mode, waiter.arg);
+        let driven = self.drive_caught(policy, waiter, guard);
+        if let Err(payload) = driven.woke {
+            if !std::thread::panicking() {
+                if driven.result.is_ok() && driven.took {
+                    self.give_back(policy, mode, arg);
+                }
+                std::panic::resume_unwind(payload);
+            }
+        }
+        driven.result
+    }
+
+    /// [`RawSync::drive`] without the give-back: the acquire stands, and the
+    /// panic of a waker it woke is returned for the caller to propagate once
+    /// its own state is consistent (a condition wait: O3).
+    pub(super) fn drive_caught<P: Policy + ?Sized>(
         &self,
         policy: &P,
         mut waiter: Waiter<'_>,
         guard: Guard<'_>,
-    ) -> Result<(), AcquireFailed> {
+    ) -> Driven {
         let discipline = policy.discipline();
         let mut guard = Some(guard);
         // When the first wait began, and the waiters queued then.
         let mut waited: Option<(Instant, u32)> = None;
         loop {
             let step = waiter.step(policy, guard.as_ref().expect("re-entered after every wait"));
-            match step {
-                Step::Acquired => {
-                    if let Some((since, turns)) = waited {
-                        self.pace.turned(since.elapsed(), turns);
+            let result = match step {
+                Step::Acquired => Ok(()),
+                Step::Closed => Err(AcquireFailed::Closed),
+                Step::TimedOut => Err(AcquireFailed::TimedOut),
+                Step::Spin | Step::Wait => {
+                    // Only a step that acquires or leaves wakes anyone.
+                    let inside = guard.take().expect("entered");
+                    debug_assert!(inside.wakes_nobody());
+                    // R6: never spin, yield or park inside a guard. A
+                    // spinner that held one would keep every node retired
+                    // meanwhile alive, and on a busy CPU its guard would
+                    // overlap the next one's.
+                    drop(inside);
+                    if step == Step::Spin {
+                        waiter.spin_round();
+                    } else {
+                        waited.get_or_insert_with(|| {
+                            (Instant::now(), waiters_of(self.state.load(Relaxed)))
+                        });
+                        waiter.wait_blocking(discipline);
                     }
-                    return Ok(());
-                }
-                Step::Closed => return Err(AcquireFailed::Closed),
-                Step::TimedOut => return Err(AcquireFailed::TimedOut),
-                Step::Spin => {
-                    // R6: never spin inside a guard. A spinner that held one
-                    // would keep every node retired meanwhile alive, and on
-                    // a busy CPU its guard would overlap the next one's.
-                    drop(guard.take());
-                    waiter.spin_round();
                     guard = Some(self.reclaim.enter());
+                    continue;
                 }
-                Step::Wait => {
-                    // R6: never park, nor yield, inside a guard.
-                    drop(guard.take());
-                    waited.get_or_insert_with(|| {
-                        (Instant::now(), waiters_of(self.state.load(Relaxed)))
-                    });
-                    waiter.wait_blocking(discipline);
-                    guard = Some(self.reclaim.enter());
-                }
+            };
+            // O1: wake whom the step woke only after its guard has left.
+            let woke = guard.take().expect("entered").finish();
+            if let (Ok(()), Some((since, turns))) = (result, waited) {
+                self.pace.turned(since.elapsed(), turns);
             }
+            return Driven {
+                result,
+                took: waiter.took,
+                woke,
+            };
         }
     }
 
@@ -355,7 +407,12 @@ impl RawSync {
             };
             let new = after_take(s, acquired.value) - ONE_WAITER;
             match self.state.compare_exchange_weak(s, new, AcqRel, Acquire) {
-                Ok(_) => return Queued::Acquired(acquired.propagate),
+                Ok(_) => {
+                    return Queued::Acquired {
+                        propagate: acquired.propagate,
+                        took: acquired.value != value_of(s),
+                    }
+                }
                 Err(actual) => s = actual,
             }
         }
@@ -473,7 +530,8 @@ impl Waiter<'_> {
             if first || out_of_turn {
                 let ahead = (!first).then(|| sync.need_ahead(me, guard));
                 match sync.try_acquire_queued(policy, self.mode, self.arg, ahead) {
-                    Queued::Acquired(propagate) if first => {
+                    Queued::Acquired { propagate, took } if first => {
+                        self.took = took;
                         sync.set_head_and_propagate(policy, self.node, pred, propagate, guard);
                         // SAFETY: R1: `head` now names our node and we cleared
                         // our `prev`; we are the old head's only successor, so
@@ -481,7 +539,8 @@ impl Waiter<'_> {
                         unsafe { sync.reclaim.retire(pred, guard) };
                         return Step::Acquired;
                     }
-                    Queued::Acquired(_) => {
+                    Queued::Acquired { took, .. } => {
+                        self.took = took;
                         // Out of turn: our count left with the CAS; leave the
                         // queue the way a cancelled waiter does.
                         sync.unlink(self.node, guard);
@@ -603,11 +662,31 @@ impl Waiter<'_> {
     }
 
     /// Leaves the queue for good (an async waiter's future was dropped,
-    /// F3), passing on any wake-up aimed at it.
+    /// F3), passing on any wake-up aimed at it. Returns the task's waker,
+    /// taken out of the node (O2), for the caller to drop once the guard
+    /// has left (O1).
     #[cfg(feature = "async")]
     #[cfg_attr(aqs_loom, allow(dead_code))]
-    pub(crate) fn cancel(self, guard: &Guard<'_>) {
+    pub(crate) fn cancel(self, guard: &Guard<'_>) -> Option<std::task::Waker> {
         self.sync.cancel_acquire(self.node, guard);
+        self.take_waker(guard)
+    }
+
+    /// Takes the task's waker out of our node once the waiter has left the
+    /// queue (or heads it), inside the guard that still keeps the node: so
+    /// that whoever frees the node later drops no waker (O2).
+    #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
+    pub(crate) fn take_waker(&self, guard: &Guard<'_>) -> Option<std::task::Waker> {
+        self.me(guard).task.as_ref().and_then(|task| task.take())
+    }
+
+    /// Whether the acquire changed the value: whether there is anything to
+    /// give back (O3). Meaningful once a step returned `Acquired`.
+    #[cfg(feature = "async")]
+    #[cfg_attr(aqs_loom, allow(dead_code))]
+    pub(crate) fn took(&self) -> bool {
+        self.took
     }
 
     /// Records how a wait between two steps ended.

@@ -20,6 +20,13 @@ impl RawSync {
         if is_closed(old) || waiters_of(old) == 0 {
             return;
         }
+        // O1: the tasks' wakers are woken after the walk, outside the guard;
+        // a waker's panic reaches our caller (O3), every waiter woken.
+        super::propagate(self.wake_all_waiters());
+    }
+
+    /// Wakes every queued waiter (they see `CLOSED` and leave).
+    fn wake_all_waiters(&self) -> Result<(), super::Payload> {
         let guard = self.reclaim.enter();
         let mut t = self.tail.load(Acquire);
         while !t.is_null() {
@@ -30,10 +37,11 @@ impl RawSync {
                 break; // the head: nobody waits on it
             }
             if node.status.load(Acquire) != CANCELLED {
-                wake(node, t);
+                wake(node, t, &guard);
             }
             t = prev;
         }
+        guard.finish()
     }
 
     /// Gives up a queued acquire (timeout or close): leaves the waiter count

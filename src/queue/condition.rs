@@ -17,6 +17,11 @@
 //!   waits for that and re-acquires, as notified); a cancelled node is
 //!   unlinked from the condition queue and freed by its waiter, after taking
 //!   the queue's lock, so no notifier still reads it.
+//! * **C3, nothing fails half way.** Every allocation a wait or a notify
+//!   needs is made before the step it serves (the queue's slot before the
+//!   node is pushed, the claimed list before the first claiming CAS), and
+//!   a waker's panic during the wait's release or re-acquire is held until
+//!   the hold is back and the node is off the condition queue (O3).
 //! * **N3, the notifier owns a claimed node until `transferred`.** Until it
 //!   sets `transferred` (Release), only the notifier touches the node's
 //!   links; it acts as the owner would (N1: it skips cancelled predecessors
@@ -29,12 +34,12 @@ use std::collections::VecDeque;
 use std::ptr;
 use std::time::Instant;
 
-use super::acquire::AcquireFailed;
+use super::acquire::{Driven, TryAcquire};
 use super::node::{Node, CANCELLED, CONDITION, NONE};
 use super::policy::{try_acquire, Mode, Policy};
-use super::release::wake;
+use super::release::wake_thread;
 use super::state::{value_of, ARMED, ONE_WAITER};
-use super::RawSync;
+use super::{Payload, RawSync};
 use crate::loom::{yield_now, Mutex, MutexGuard, Ordering::*};
 use crate::park::{park, Parked};
 
@@ -137,10 +142,17 @@ impl Condition {
     ///
     /// The caller holds `bound`'s synchronizer exclusively, and it outlives
     /// the call.
-    pub(crate) unsafe fn wait(&self, bound: Bound, deadline: Option<Instant>) -> Waited {
+    pub(crate) unsafe fn wait(
+        &self,
+        bound: Bound,
+        deadline: Option<Instant>,
+    ) -> (Waited, Result<(), Payload>) {
         let node = Node::alloc_condition();
         {
             let mut w = self.lock();
+            // C3: reserve before anything changes, so that the push below
+            // cannot fail with the node half queued.
+            w.nodes.reserve(1);
             match w.bound {
                 Some(b) if !ptr::eq(b.sync, bound.sync) => {
                     drop(w);
@@ -154,12 +166,22 @@ impl Condition {
         }
         // SAFETY: the caller's synchronizer outlives the call.
         let sync = unsafe { &*bound.sync };
-        sync.release_exclusive(bound.policy, bound.release);
+        // O3: a waker that our release wakes may panic (a task waiting for
+        // the mutex). The release is complete then; we give up the wait at
+        // once, as if timed out, take the mutex back, and only then hand
+        // the panic to our caller, so the guard it holds is true again and
+        // our node is off the condition queue.
+        let released = sync.release_caught(bound.policy, Mode::Exclusive, bound.release);
+        let abandon = released.is_err();
         // SAFETY: our node: until a notifier claims it only we free it, and
         // once transferred nobody but us retires it while we wait (N1, N3).
         let me = unsafe { Node::get(node) };
         loop {
-            let parked = park(node as usize, || me.wake.load(Acquire) == 0, deadline);
+            let parked = if abandon {
+                Parked::TimedOut
+            } else {
+                park(node as usize, || me.wake.load(Acquire) == 0, deadline)
+            };
             me.wake.swap(0, Acquire);
             // Claimed (C2): a notifier is linking us in or has (N3). A wake
             // that arrived meanwhile came from a release through our new
@@ -180,9 +202,8 @@ impl Condition {
                 // no notifier reads it any more, and it was never in the sync
                 // queue.
                 unsafe { Node::free(node) };
-                let taken = sync.acquire_exclusive(bound.policy, bound.acquire, None);
-                debug_assert_eq!(taken, Ok(()));
-                return Waited::TimedOut;
+                let woke = sync.acquire_exclusive_keeping(bound.policy, bound.acquire);
+                return (Waited::TimedOut, released.and(woke));
             }
             // C2: a notifier claimed us first: notified after all.
             break;
@@ -192,9 +213,9 @@ impl Condition {
         while me.transferred.load(Acquire) == 0 {
             yield_now();
         }
-        let taken = sync.acquire_transferred(bound.policy, node, bound.acquire);
-        debug_assert_eq!(taken, Ok(()));
-        Waited::Notified
+        let driven = sync.acquire_transferred(bound.policy, node, bound.acquire);
+        debug_assert_eq!(driven.result, Ok(()));
+        (Waited::Notified, released.and(driven.woke))
     }
 
     /// Takes a cancelled node off the condition queue (C2).
@@ -213,7 +234,9 @@ impl Condition {
     fn claim(&self, max: usize) -> (Option<Bound>, Vec<*mut Node>) {
         let mut w = self.lock();
         let bound = w.bound;
-        let mut claimed = Vec::new();
+        // C3: room for every claim before the first claiming CAS, so that an
+        // allocation failure cannot strand a claimed waiter.
+        let mut claimed = Vec::with_capacity(max.min(w.nodes.len()));
         while claimed.len() < max {
             let Some(node) = w.nodes.pop_front() else {
                 break;
@@ -268,7 +291,7 @@ impl Condition {
             if wake_owner {
                 // Before `transferred`: a claimed owner that wakes goes on
                 // as woken once it sees the transfer done (C2, N3).
-                wake(me, node);
+                wake_thread(me, node);
             }
             // The last touch of the node and of the synchronizer: once the
             // owner sees it, it may acquire, return, and drop both.
@@ -314,15 +337,34 @@ impl RawSync {
     }
 
     /// Re-acquires with a node that `transfer` linked in: the owner runs it
-    /// from here as any waiter, resuming as if woken.
+    /// from here as any waiter, resuming as if woken. The hold stands even
+    /// if a waker it wakes panics; the panic is returned (O3).
     fn acquire_transferred<P: Policy + ?Sized>(
         &self,
         policy: &P,
         node: *mut Node,
         arg: u32,
-    ) -> Result<(), AcquireFailed> {
+    ) -> Driven {
         let guard = self.reclaim.enter();
         let waiter = self.adopt(node, arg);
-        self.drive(policy, waiter, guard)
+        self.drive_caught(policy, waiter, guard)
+    }
+
+    /// Takes an exclusive hold of `arg` back after a condition wait that
+    /// ended without a transfer. The hold stands even if a waker it wakes
+    /// panics; the panic is returned (O3).
+    fn acquire_exclusive_keeping<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        arg: u32,
+    ) -> Result<(), Payload> {
+        if self.try_acquire_exclusive(policy, arg) == TryAcquire::Acquired {
+            return Ok(());
+        }
+        let guard = self.reclaim.enter();
+        let waiter = self.enqueue(Mode::Exclusive, arg, None, &guard);
+        let driven = self.drive_caught(policy, waiter, guard);
+        debug_assert_eq!(driven.result, Ok(()));
+        driven.woke
     }
 }

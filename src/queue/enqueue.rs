@@ -8,7 +8,7 @@ use super::acquire::{Resumed, Waiter};
 use super::node::Node;
 use super::policy::Mode;
 use super::reclaim::Guard;
-use super::state::ONE_WAITER;
+use super::state::{waiters_of, MAX_WAITERS, ONE_WAITER};
 use super::RawSync;
 use crate::loom::{yield_now, Ordering::*};
 
@@ -34,6 +34,7 @@ impl RawSync {
     #[cfg_attr(aqs_loom, allow(dead_code))]
     pub(crate) fn enqueue_task(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> Waiter<'_> {
         debug_assert!(arg > 0, "a request for nothing was queued");
+        self.check_room();
         let node = Node::alloc_task(arg, mode);
         self.enq(node, guard);
         // Q1 (P2): counted only after linking, by an RMW.
@@ -57,11 +58,22 @@ impl RawSync {
     /// Links and counts a new node (inside a guard).
     pub(super) fn add_waiter(&self, mode: Mode, arg: u32, guard: &Guard<'_>) -> *mut Node {
         debug_assert!(arg > 0, "a request for nothing was queued");
+        self.check_room();
         let node = Node::alloc(arg, mode);
         self.enq(node, guard);
         // Q1 (P2): counted only after linking, by an RMW.
         self.state.fetch_add(ONE_WAITER, AcqRel);
         node
+    }
+
+    /// Refuses a waiter that could carry the waiter count into the value
+    /// (Q5), before anything changes: a panic here leaves the queue as it
+    /// was.
+    #[inline]
+    fn check_room(&self) {
+        if waiters_of(self.state.load(Relaxed)) >= MAX_WAITERS {
+            too_many_waiters();
+        }
     }
 
     /// Links `node` at the tail, creating the dummy head on first use.
@@ -101,4 +113,11 @@ impl RawSync {
             }
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn too_many_waiters() -> ! {
+    panic!("aqs: too many waiters on one synchronizer (the limit is 2^30 - 2^20 queued at once)")
 }

@@ -29,7 +29,8 @@ use std::task::{Context, Poll};
 
 use super::acquire::{AcquireFailed, Step, TryAcquire, Waiter};
 use super::policy::{Mode, Policy};
-use super::RawSync;
+use super::{propagate, RawSync};
+use crate::waker::drop_caught;
 
 /// One acquire of `arg` in `mode` that a future drives (F1).
 pub(crate) struct QueuedAcquire<'s> {
@@ -98,25 +99,42 @@ impl<'s> QueuedAcquire<'s> {
             let waiter = self
                 .waiter
                 .get_or_insert_with(|| sync.enqueue_task(mode, arg, &guard));
-            match waiter.step(policy, &guard) {
-                Step::Acquired => {
-                    drop(guard);
-                    self.waiter = None; // it left the queue, or heads it
-                    return self.finish(Ok(()));
-                }
-                Step::Closed | Step::TimedOut => {
-                    drop(guard);
-                    self.waiter = None;
-                    return self.finish(Err(AcquireFailed::Closed));
-                }
-                Step::Spin => {} // never for a task's waiter; look again
+            let result = match waiter.step(policy, &guard) {
+                Step::Acquired => Ok(()),
+                Step::Closed | Step::TimedOut => Err(AcquireFailed::Closed),
+                // Never for a task's waiter; look again. Only a step that
+                // acquires or leaves wakes anyone, so the guard has nothing
+                // to wake.
+                Step::Spin => continue,
                 Step::Wait => {
+                    debug_assert!(guard.wakes_nobody());
                     drop(guard);
                     if !waiter.register_and_check(cx.waker()) {
                         return Poll::Pending;
                     }
+                    continue;
+                }
+            };
+            // The waiter has left the queue (or heads it). O2: take our
+            // waker out of the node while the guard still keeps it; O1: run
+            // outside code (the wakers the step woke, our waker's drop) only
+            // after our bookkeeping is done and the guard has left.
+            let waiter = self.waiter.take().expect("stepped above");
+            let own = waiter.take_waker(&guard);
+            let took = waiter.took();
+            self.done = true;
+            let woke = guard.finish();
+            let dropped = drop_caught(own);
+            if let Err(payload) = woke.and(dropped) {
+                // O3: the poller gets the panic, not the hold.
+                if !std::thread::panicking() {
+                    if result.is_ok() && took {
+                        sync.give_back(policy, mode, arg);
+                    }
+                    std::panic::resume_unwind(payload);
                 }
             }
+            return Poll::Ready(result);
         }
     }
 
@@ -132,7 +150,11 @@ impl Drop for QueuedAcquire<'_> {
     fn drop(&mut self) {
         if let Some(waiter) = self.waiter.take() {
             let guard = self.sync.reclaim.enter();
-            waiter.cancel(&guard);
+            let own = waiter.cancel(&guard);
+            // O1: outside code once the guard has left; O3: its panic is
+            // the dropper's (dropped if it is unwinding already).
+            let woke = guard.finish();
+            propagate(woke.and(drop_caught(own)));
         }
     }
 }

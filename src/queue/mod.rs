@@ -82,6 +82,12 @@
 //! * **Q4, the head is never cancelled**, and only the head's successor
 //!   moves `head` (to its own node).
 //!
+//! * **Q5, the count never carries.** A waiter checks the count against
+//!   `MAX_WAITERS` before it links its node, and panics (changing nothing)
+//!   when it is reached, so the increment cannot carry into the value. The
+//!   limit (2^30 less 2^20 waiters at once) is far past what memory allows
+//!   for threads, and about 100 GiB of queued futures.
+//!
 //! *Nodes*
 //!
 //! * **N1, a waiter's own node and its predecessor outlive its wait.** While
@@ -117,6 +123,28 @@
 //!   or yielding inside guards: one of them would be inside at nearly every
 //!   instant, and every node retired meanwhile would wait (on one CPU, a
 //!   fair ping-pong grew the retired list past 16,000 nodes that way).
+//!
+//! *Outside code* (wakers, predicates, user `Drop`s)
+//!
+//! * **O1, outside code runs outside.** Code the crate does not own never
+//!   runs between two steps of the queue's bookkeeping, nor inside a
+//!   reclamation guard. Queue code that wakes a task takes its waker out of
+//!   the node's slot (`WakerSlot::take`, which runs none of the waker's
+//!   code) and leaves it in its [`Guard`](reclaim::Guard), which wakes it
+//!   once it has left (`Guard::finish`, or its `Drop`). A thread's wake-up
+//!   (`unpark_one`) is the crate's own code and stays where it is.
+//! * **O2, freeing runs nothing.** A task's waiter takes its own waker out
+//!   of its node when it leaves the queue or becomes head, inside the guard
+//!   that still keeps the node, so `Node::free` never drops a waker.
+//! * **O3, a panic in outside code leaves everything consistent.** The
+//!   collected wakers are woken one by one under `catch_unwind`, every one
+//!   of them; the first panic is handed to the call that woke them once its
+//!   own bookkeeping is done. A release or a close completes, then
+//!   propagates it. An acquire that took value gives it back first
+//!   (`give_back`), so its caller gets the panic and not the hold. A
+//!   condition wait takes its mutex back and leaves the condition queue
+//!   first. A thread that is unwinding already drops the panic (a second
+//!   one would abort), and its call completes as if none had happened.
 //!
 //! *The armed bit*
 //!
@@ -252,6 +280,20 @@ pub(crate) use state::{is_closed, value_of, waiters_of};
 
 use node::Node;
 use reclaim::Reclaim;
+
+/// What a panic carries, as `catch_unwind` returns it.
+pub(crate) type Payload = Box<dyn std::any::Any + Send + 'static>;
+
+/// Propagates the panic of outside code that a queue call ran after its
+/// bookkeeping (O3), to that call's caller; unless the thread is already
+/// unwinding, where a second panic would abort: then it is dropped.
+pub(crate) fn propagate(result: Result<(), Payload>) {
+    if let Err(payload) = result {
+        if !std::thread::panicking() {
+            std::panic::resume_unwind(payload);
+        }
+    }
+}
 
 /// The queue core shared by every synchronizer.
 pub(crate) struct RawSync {

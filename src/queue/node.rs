@@ -138,6 +138,17 @@ impl Node {
     /// `node` came from [`Node::alloc`], was never published (or has passed a
     /// grace period after being retired), and nobody will touch it again.
     pub(crate) unsafe fn free(node: *mut Node) {
+        // O2: the owner took its waker out when it left; dropping one here,
+        // inside a guard's departure, would run outside code there.
+        #[cfg(all(feature = "async", not(aqs_loom)))]
+        debug_assert!(
+            // SAFETY: as below: the caller proves exclusive, final access.
+            unsafe { &*node }
+                .task
+                .as_ref()
+                .is_none_or(|task| task.is_empty()),
+            "aqs: a queue node was freed with a waker in it"
+        );
         #[cfg(not(aqs_loom))]
         // SAFETY: allocated by `Box::into_raw` in `alloc`; the caller proves
         // exclusive, final access.

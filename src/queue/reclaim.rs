@@ -40,6 +40,7 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use super::node::Node;
+use super::Payload;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering::*};
 
 /// The grace-period bookkeeping of one synchronizer (see the module docs).
@@ -76,6 +77,8 @@ impl Reclaim {
         self.readers.fetch_add(1, Acquire);
         Guard {
             reclaim: self,
+            #[cfg(feature = "async")]
+            wakes: Default::default(),
             _not_send: PhantomData,
         }
     }
@@ -203,8 +206,14 @@ unsafe fn free_list(mut node: *mut Node) {
 
 /// Proof of being inside queue code; see [`Reclaim::enter`]. Node
 /// references borrowed through it live no longer than it does.
+///
+/// It also carries the wakers that the code inside took to wake (O1): they
+/// are woken after the guard has left, by [`Guard::finish`] or, if the
+/// guard is just dropped, by its `Drop`.
 pub(crate) struct Guard<'a> {
     reclaim: &'a Reclaim,
+    #[cfg(feature = "async")]
+    wakes: crate::waker::WakeList,
     /// A guard is a count on its `Reclaim`, left by the thread that entered.
     _not_send: PhantomData<*mut ()>,
 }
@@ -226,8 +235,53 @@ impl Guard<'_> {
     }
 }
 
+impl Guard<'_> {
+    /// Keeps a waker taken from a node inside the guard, to be woken once
+    /// the guard has left (O1).
+    #[cfg(feature = "async")]
+    pub(crate) fn defer_wake(&self, waker: std::task::Waker) {
+        self.wakes.push(waker);
+    }
+
+    /// Whether no waker waits to be woken when the guard leaves.
+    pub(crate) fn wakes_nobody(&self) -> bool {
+        #[cfg(feature = "async")]
+        return self.wakes.is_empty();
+        #[cfg(not(feature = "async"))]
+        true
+    }
+
+    /// Leaves, then wakes the wakers taken inside (O1). Every one is woken;
+    /// the first one's panic, if any, is returned for the caller to
+    /// propagate once its own state is consistent (O3).
+    pub(crate) fn finish(self) -> Result<(), Payload> {
+        #[cfg(feature = "async")]
+        {
+            let mut this = self;
+            let wakes = std::mem::take(&mut this.wakes);
+            drop(this); // leaves: the list is empty now
+            wakes.wake_all()
+        }
+        #[cfg(not(feature = "async"))]
+        {
+            drop(self);
+            Ok(())
+        }
+    }
+}
+
 impl Drop for Guard<'_> {
+    /// Leaves, then wakes what is left to wake (O1). A guard whose owner
+    /// did not call [`Guard::finish`] has no state of its own to restore,
+    /// so a waker's panic propagates from here, unless the thread is
+    /// unwinding already (then it is dropped: a second panic would abort).
     fn drop(&mut self) {
         self.reclaim.leave();
+        #[cfg(feature = "async")]
+        if !self.wakes.is_empty() {
+            if let Err(payload) = self.wakes.wake_all() {
+                super::propagate(Err(payload));
+            }
+        }
     }
 }

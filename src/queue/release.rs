@@ -8,7 +8,7 @@ use super::node::{Node, CANCELLED, NONE, PASSED, PROPAGATE, SIGNAL};
 use super::policy::{try_acquire, try_release, Discipline, Mode, Policy, WakeBudget, Wakes};
 use super::reclaim::Guard;
 use super::state::{value_delta, value_of, with_value, ARMED};
-use super::RawSync;
+use super::{Payload, RawSync};
 use crate::loom::Ordering::*;
 use crate::park::unpark_one;
 
@@ -27,10 +27,31 @@ impl RawSync {
         self.release(policy, Mode::Exclusive, arg);
     }
 
-    /// The release of either mode: one RMW on the word, then through the head
-    /// if the discipline says someone may need it.
+    /// The release of either mode, which propagates a woken waker's panic to
+    /// its caller once the release is complete (O3).
     #[inline]
     fn release<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) {
+        super::propagate(self.release_caught(policy, mode, arg));
+    }
+
+    /// Gives back what an acquire of `arg` in `mode` took, after a waker that
+    /// the acquire woke panicked (O3): the acquire's caller gets the panic
+    /// and not the hold. A panic of a waker that this release wakes is
+    /// dropped (the first one is the caller's); every waker is still woken.
+    pub(super) fn give_back<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) {
+        let _second_panic = self.release_caught(policy, mode, arg);
+    }
+
+    /// The release of either mode: one RMW on the word, then through the head
+    /// if the discipline says someone may need it. Returns the first panic of
+    /// a waker it woke (after its guard has left: O1).
+    #[inline]
+    pub(super) fn release_caught<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        mode: Mode,
+        arg: u32,
+    ) -> Result<(), Payload> {
         // AcqRel on either path: Release publishes the caller's writes to the
         // acquirer; Acquire synchronizes with counted waiters' links (Q1).
         let (s, after) = if policy.release_adds() {
@@ -59,15 +80,17 @@ impl RawSync {
         };
         let discipline = policy.discipline();
         if discipline.release_enters_queue(s) && policy.release_may_admit(after) {
-            self.release_slow(Wakes::of_release(policy, arg), discipline);
+            return self.release_slow(Wakes::of_release(policy, arg), discipline);
         }
+        Ok(())
     }
 
     #[cold]
     #[inline(never)]
-    fn release_slow(&self, wakes: Wakes, discipline: Discipline) {
+    fn release_slow(&self, wakes: Wakes, discipline: Discipline) -> Result<(), Payload> {
         let guard = self.reclaim.enter();
         self.do_release_shared(wakes, discipline, &guard);
+        guard.finish()
     }
 
     /// Makes `node` the head and wakes the next waiter if a following acquire
@@ -328,7 +351,7 @@ impl RawSync {
                             None => return,
                         }
                     }
-                    wake(node, n);
+                    wake(node, n, guard);
                 }
             }
             n = node.next.load(Acquire);
@@ -363,14 +386,15 @@ impl RawSync {
         }
         if !s.is_null() {
             // SAFETY: R5: as above.
-            wake(unsafe { guard.node(s) }, s);
+            wake(unsafe { guard.node(s) }, s, guard);
         }
         s
     }
 }
 
 /// Sets `node`'s wake flag and unparks its owner (`ptr` is its address, the
-/// park key).
+/// park key); a task's waker is taken and left in `guard`, to be woken once
+/// the guard has left (O1).
 ///
 /// An RMW, not a store: the owner consumes the flag with `swap(0)`, and a
 /// plain store of ours is not ordered against that earlier swap, so the
@@ -380,7 +404,7 @@ impl RawSync {
 /// and synchronizes with everything we did before waking it, or our swap
 /// comes later and `validate`, which runs after our `unpark_one` under the
 /// same lock (K2), must see it.
-pub(super) fn wake(node: &Node, ptr: *mut Node) {
+pub(super) fn wake(node: &Node, ptr: *mut Node, guard: &Guard<'_>) {
     if node.wake.swap(1, Release) != 0 {
         // Already pending: the waker whose swap set it calls `unpark_one`
         // (or already has), and the owner, whose consuming swap comes after
@@ -389,8 +413,23 @@ pub(super) fn wake(node: &Node, ptr: *mut Node) {
     }
     #[cfg(feature = "async")]
     if let Some(task) = &node.task {
-        task.wake(); // F2, AW2
+        // F2, AW2: the waker is ours to wake now; O1: not here.
+        if let Some(waker) = task.take() {
+            guard.defer_wake(waker);
+        }
         return;
     }
+    #[cfg(not(feature = "async"))]
+    let _ = guard;
     unpark_one(ptr as usize);
+}
+
+/// As [`wake`], for a thread's node (no waker slot), outside any guard: a
+/// condition waiter that a notifier transferred.
+pub(super) fn wake_thread(node: &Node, ptr: *mut Node) {
+    #[cfg(feature = "async")]
+    debug_assert!(node.task.is_none(), "a condition waiter is a thread");
+    if node.wake.swap(1, Release) == 0 {
+        unpark_one(ptr as usize);
+    }
 }

@@ -10,6 +10,11 @@ pub(crate) const ARMED: u64 = 1 << 1;
 pub(crate) const ONE_WAITER: u64 = 1 << 2;
 /// The `waiters` field: bits 2 to 31.
 const WAITER_MASK: u64 = 0xFFFF_FFFC;
+/// The most waiters a synchronizer queues at once (Q5): the field holds
+/// 2^30 - 1, and the margin of 2^20 covers arrivals that passed the check
+/// and have not yet counted themselves (each is a running thread or a
+/// polled future between two instructions).
+pub(crate) const MAX_WAITERS: u32 = (1 << 30) - (1 << 20);
 /// Where the policy's `value` starts.
 const VALUE_SHIFT: u32 = 32;
 /// The queue's half of the word: `waiters`, `ARMED` and `CLOSED`.
