@@ -182,3 +182,93 @@ fn propagation_mixes_tasks_and_threads() {
         assert_quiescent(&sem, 0);
     });
 }
+
+/// A waker that counts its wakes and panics on `wake` while `panics` is
+/// set (plain std atomics: test bookkeeping that loom need not model).
+#[derive(Default)]
+struct Faulty {
+    panics: std::sync::atomic::AtomicBool,
+    wakes: std::sync::atomic::AtomicUsize,
+}
+
+impl std::task::Wake for Faulty {
+    fn wake(self: Arc<Self>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.wakes.fetch_add(1, SeqCst);
+        if self.panics.load(SeqCst) {
+            panic!("loom model: a waker panics");
+        }
+    }
+}
+
+/// O1 to O3: task A queues, then task B, whose waker panics; a thread
+/// releases two units while main polls A. Whoever wakes B (the releaser's
+/// wake-ahead, or A's propagation) gets the panic only after its own
+/// bookkeeping: A's poll then gives its unit back, and nothing is counted
+/// twice or stranded. Afterwards B (woken) acquires, and the units and the
+/// queue are whole. Bound 2. The planted bug `wake_inline` wakes inside the
+/// step: A's poll unwinds with A half-acquired, and its drop then cancels a
+/// node that heads the queue.
+#[test]
+fn wake_panics_mid_propagation() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::atomic::Ordering::SeqCst;
+    check(2, || {
+        let sem = semaphore(true, 0);
+        let mut a = Acquire::new(&sem);
+        let mut b = Acquire::new(&sem);
+        let faulty = Arc::new(Faulty::default());
+        faulty.panics.store(true, SeqCst);
+        let b_waker = Waker::from(Arc::clone(&faulty));
+        assert!(poll_once(&mut a).is_pending());
+        assert!(Pin::new(&mut b)
+            .poll(&mut Context::from_waker(&b_waker))
+            .is_pending());
+        let releaser = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || {
+                catch_unwind(AssertUnwindSafe(|| sem.raw.release_shared(&sem.policy, 2))).is_err()
+            })
+        };
+        // A: polled until it acquires, or until its poll panics (then it
+        // gave its unit back and is done).
+        let mut a_holds = false;
+        loop {
+            match catch_unwind(AssertUnwindSafe(|| poll_once(&mut a))) {
+                Ok(Poll::Ready(ok)) => {
+                    a_holds = ok;
+                    break;
+                }
+                Ok(Poll::Pending) => thread::yield_now(),
+                Err(_) => break,
+            }
+        }
+        let releaser_panicked = releaser.join().unwrap();
+        // O3: a poll that panicked gave its unit back; B has not polled.
+        let free = value_of(sem.raw.state());
+        if free != 2 - u32::from(a_holds) {
+            // Dropping a half-done future would run into the very bug
+            // (a second cancel of a node that heads the queue): report it.
+            std::mem::forget(a);
+            std::mem::forget(b);
+            panic!("permits were lost or invented: {free} free");
+        }
+        drop(a);
+        while faulty.wakes.load(SeqCst) == 0 {
+            thread::yield_now();
+        }
+        faulty.panics.store(false, SeqCst);
+        let _ = releaser_panicked;
+        // B was woken with a unit for it: it acquires.
+        let b_ok = loop {
+            if let Poll::Ready(ok) = poll_once(&mut b) {
+                break ok;
+            }
+            thread::yield_now();
+        };
+        assert!(b_ok);
+        drop(b);
+        sem.raw.release_shared(&sem.policy, 1 + u32::from(a_holds));
+        assert_quiescent(&sem, 2);
+    });
+}
