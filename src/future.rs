@@ -32,9 +32,37 @@
 //! There are no timed async forms: wrap the future in the runtime's timeout
 //! (dropping it is the cancellation).
 //!
-//! A task that was woken at the head of a fair queue but is not polled
-//! holds up the waiters behind it until it is polled or dropped, exactly as
-//! a woken thread that has not run yet would.
+//! # A future that is never polled again
+//!
+//! A queued future keeps its place until it is polled to completion or
+//! dropped. One that is never polled again (kept alive by a reference
+//! cycle, `mem::forget`ten after its first poll, or owned by an executor
+//! that stopped polling) stays linked and counted: memory-safe, but in a
+//! fair queue (`FairMutex`, `FairRwLock`, a fair `Semaphore`) every waiter
+//! behind it then waits for good, and in a barging queue the value it was
+//! woken for stays free for arrivals only. A task woken at the head of a
+//! fair queue but not yet polled holds up the waiters behind it the same
+//! way until it runs, exactly as a woken thread that has not run yet would.
+//! tokio's `Semaphore` and `Mutex` behave the same (a woken `Acquire` that
+//! is not polled keeps the permits assigned to it). The queue does not pass
+//! over such a waiter after a bound: telling a slow executor from a dead one
+//! would need a clock on every fair release, and passing over a live one
+//! would break FIFO order. Drop futures you stop polling, or wrap them in
+//! the runtime's timeout.
+//!
+//! # Panics in wakers
+//!
+//! The queue never runs a task's waker inside its own bookkeeping: a waker
+//! that a release or an acquire takes is woken after that call is done with
+//! the queue, and a panic in it (in `wake`, `clone` or `drop`) leaves every
+//! synchronizer consistent and usable. The panic propagates to the call
+//! that ran the waker: a release (an unlock, a permit's drop, `add_permits`,
+//! `count_down`, `close`) completes first; an acquire that woke the waiters
+//! behind it (propagation) gives back what it took, so the caller gets the
+//! panic and not the hold; a [`Condvar`](crate::Condvar) wait takes its
+//! mutex back first. Every other waker is still woken. A call made while
+//! the thread is already unwinding drops such a panic instead (a second
+//! panic would abort).
 //!
 //! [`Semaphore`]: crate::Semaphore
 //! [`CountDownLatch`]: crate::CountDownLatch
@@ -276,6 +304,15 @@ pub trait MutexAsync<R: AsyncRawMutex, T: ?Sized> {
     ///
     /// Cancel safe: a future dropped before it resolves holds nothing, and
     /// passes on a wake-up it was given (it loses its place in the queue).
+    /// A queued future that is never polled again and never dropped keeps
+    /// its place: on a fair lock everyone behind it waits for good (as with
+    /// tokio; see [the module docs](crate::future)).
+    ///
+    /// # Panics
+    ///
+    /// If a task waker that its poll wakes (a waiter behind it) or drops
+    /// (its own) panics: the lock is given back first, and every other
+    /// waiter is still woken.
     fn lock_async(&self) -> Lock<'_, R, T>;
 }
 

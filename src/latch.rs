@@ -236,7 +236,15 @@ impl CountDownLatch {
     /// # Cancel safety
     ///
     /// Cancel safe: dropping the future leaves the queue and changes
-    /// nothing else.
+    /// nothing else. A queued future that is never polled again stays
+    /// queued, harmlessly here (the latch's waiters do not wait on each
+    /// other; see [the `future` module](crate::future)).
+    ///
+    /// # Panics
+    ///
+    /// If a task waker that its poll wakes (another waiter, by
+    /// propagation) or drops (its own) panics; every other waiter is still
+    /// woken.
     ///
     /// # Examples
     ///

@@ -543,6 +543,16 @@ impl Semaphore {
     /// Cancel safe: dropping the future before it resolves leaves the queue
     /// (its place is lost), passes on a wake-up it was given, and holds no
     /// permit. To wait with a timeout, wrap it in the runtime's timeout.
+    /// A queued future that is never polled again and never dropped keeps
+    /// its place: on a fair semaphore everyone behind it waits for good
+    /// (as with tokio; see [the `future` module](crate::future)).
+    ///
+    /// # Panics
+    ///
+    /// If polled after it resolved. If a task waker that its poll wakes
+    /// (a waiter behind it, by propagation) or drops (its own) panics: the
+    /// permits it took are given back first, and every other waiter is
+    /// still woken.
     ///
     /// # Examples
     ///
@@ -781,8 +791,11 @@ impl Semaphore {
     /// If the permits in existence, available ones plus those held by
     /// permits that were not forgotten, would exceed
     /// [`Semaphore::MAX_PERMITS`]; the semaphore is then left unchanged. (This
-    /// counts held permits so that giving them back can never overflow: a
-    /// permit's drop never panics.)
+    /// counts held permits so that giving them back can never overflow.)
+    ///
+    /// Also if a queued task's waker panics when woken: the permits are
+    /// added and every other waiter woken first. Dropping a permit, or
+    /// unlocking any lock of the crate, panics only that way.
     ///
     /// # Examples
     ///
@@ -861,6 +874,11 @@ impl Semaphore {
     ///
     /// Permits still held can be dropped, and `add_permits` still works; both
     /// only change the count. Closing twice does nothing more.
+    ///
+    /// # Panics
+    ///
+    /// If a queued task's waker panics when woken; the semaphore is closed
+    /// and every other waiter woken first.
     ///
     /// # Examples
     ///
