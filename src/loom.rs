@@ -7,10 +7,13 @@
 //! The cfg is the crate's own (`aqs_loom`), not bare `loom`: other crates
 //! switch their code on `cfg(loom)` too, and a bare flag would flip them all.
 
+// `AtomicUsize`: only the waker slot uses it (feature `async`).
 #[cfg(not(aqs_loom))]
+#[cfg_attr(not(feature = "async"), allow(unused_imports))]
 pub(crate) use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 #[cfg(aqs_loom)]
+#[cfg_attr(not(feature = "async"), allow(unused_imports))]
 pub(crate) use loom::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 pub(crate) use std::sync::atomic::Ordering;

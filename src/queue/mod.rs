@@ -123,6 +123,11 @@
 //!   or yielding inside guards: one of them would be inside at nearly every
 //!   instant, and every node retired meanwhile would wait (on one CPU, a
 //!   fair ping-pong grew the retired list past 16,000 nodes that way).
+//! * **R7, reclamation is bounded.** Guards count in two slots of one word
+//!   with an epoch (`reclaim.rs`): the epoch advances whenever the previous
+//!   epoch's slot drains, which takes one guard's time at most (R6), and a
+//!   node is freed by the third advance after its guard entered, even if
+//!   guards never stop overlapping. Every leave is O(1) amortised.
 //!
 //! *Outside code* (wakers, predicates, user `Drop`s)
 //!

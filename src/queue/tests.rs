@@ -295,3 +295,129 @@ fn close_wakes_every_waiter_and_empties_the_queue() {
         .all(|&s| s == CANCELLED || s <= 0));
     settled(&sync);
 }
+
+/// R7: guards that overlap without a gap, for good: eight threads pass a
+/// baton round a ring, and each holds its guard until the next one has
+/// entered its own, retiring nodes inside. Some guard is open at every
+/// instant, so a single reader count (the scheme before 0.1.0's hardening)
+/// never reaches zero and frees nothing until the ring stops: its peak is
+/// every node retired. The epoch scheme advances at every hand-off, so the
+/// nodes retired and not yet freed stay under a few guards' worth,
+/// whatever the run's length.
+#[test]
+fn reclamation_is_bounded_under_overlapping_guards() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::{Condvar, Mutex};
+    const THREADS: usize = 8;
+    const HANDOFFS: usize = 20_000;
+    const PER_GUARD: usize = 4;
+    // A guard leaves before its thread's next turn, THREADS turns later, so
+    // the epoch advances at least once every THREADS turns (the leave that
+    // drains the older slot advances it), and a batch is freed three
+    // advances after its guard entered (R7): at most 4 * THREADS batches
+    // are unfreed at once. (Measured here: 18 to 21.)
+    const BOUND: usize = 4 * THREADS * PER_GUARD;
+    /// Whose guard is to enter next, and how many guards have entered.
+    struct Ring {
+        turns: Mutex<(usize, usize)>,
+        moved: Condvar,
+    }
+    impl Ring {
+        fn wait(&self, what: &str, until: impl Fn(&(usize, usize)) -> bool) {
+            let mut turns = self.turns.lock().unwrap();
+            while !until(&turns) {
+                let (t, timeout) = self.moved.wait_timeout(turns, BOUND_WAIT).unwrap();
+                assert!(!timeout.timed_out(), "the ring stalled {what}");
+                turns = t;
+            }
+        }
+        fn set(&self, f: impl FnOnce(&mut (usize, usize))) {
+            f(&mut self.turns.lock().unwrap());
+            self.moved.notify_all();
+        }
+    }
+    const BOUND_WAIT: Duration = Duration::from_secs(10);
+    let sync = Arc::new(RawSync::new(0));
+    let ring = Arc::new(Ring {
+        turns: Mutex::new((0, 0)),
+        moved: Condvar::new(),
+    });
+    let peak = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|me| {
+            let (sync, ring, peak) = (Arc::clone(&sync), Arc::clone(&ring), Arc::clone(&peak));
+            thread::spawn(move || {
+                let mut t = me;
+                while t < HANDOFFS {
+                    ring.wait("waiting for a turn", |&(turn, _)| turn == t);
+                    let guard = sync.reclaim.enter();
+                    ring.set(|r| r.1 = t + 1);
+                    for _ in 0..PER_GUARD {
+                        let node = Node::alloc(1, Mode::Shared);
+                        // SAFETY: never published: unreachable, retired once.
+                        unsafe { sync.reclaim.retire(node, &guard) };
+                    }
+                    peak.fetch_max(sync.reclaim.unfreed(), SeqCst);
+                    ring.set(|r| r.0 = t + 1);
+                    // Hold the guard until the next one is open (the last
+                    // turn has no next).
+                    if t + 1 < HANDOFFS {
+                        ring.wait("waiting for the next guard", |&(_, entered)| {
+                            entered > t + 1
+                        });
+                    }
+                    drop(guard);
+                    t += THREADS;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let peak = peak.load(SeqCst);
+    assert!(
+        peak <= BOUND,
+        "{peak} retired nodes were unfreed at once (bound {BOUND}): reclamation is not bounded"
+    );
+    assert_eq!(
+        sync.reclaim.unfreed(),
+        0,
+        "nodes were left after the last guard"
+    );
+    settled(&sync);
+}
+
+/// The same with no ring: eight threads enter, retire and leave as fast as
+/// they can (on two CPUs, a thread is often preempted inside a guard, which
+/// holds back every epoch scheme). Everything is freed once they stop.
+#[test]
+fn reclamation_frees_everything_after_a_free_for_all() {
+    const THREADS: usize = 8;
+    let sync = Arc::new(RawSync::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let sync = Arc::clone(&sync);
+            thread::spawn(move || {
+                for _ in 0..20_000 {
+                    let guard = sync.reclaim.enter();
+                    for _ in 0..4 {
+                        let node = Node::alloc(1, Mode::Shared);
+                        // SAFETY: never published: unreachable, retired once.
+                        unsafe { sync.reclaim.retire(node, &guard) };
+                    }
+                    drop(guard);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(
+        sync.reclaim.unfreed(),
+        0,
+        "nodes were left after the last guard"
+    );
+    settled(&sync);
+}
