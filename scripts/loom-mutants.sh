@@ -63,6 +63,7 @@ mutants=(
   "latch_last_skips_queue|latch::loom_models::last_count_down_wakes_two_waiters|$deadlock"
   "register_keeps_stale_waker|queue::future::loom_models::waker_replaced_while_a_release_wakes|$deadlock"
   "dropped_future_stays_queued|queue::future::loom_models::dropped_signalled_future_passes_the_wake_on|$deadlock"
+  "handoff_first_look|rwlock::loom_models::handed_off_lock_refuses_arriving_readers_nonfair|$passed"
   "wake_inline|queue::future::loom_models::wake_panics_mid_propagation|permits were lost or invented"
 )
 

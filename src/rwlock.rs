@@ -23,7 +23,10 @@
 //!   excludes everyone.
 //! * **W2, a handed-off lock is the first waiter's.** `unlock_exclusive_fair`
 //!   releases with `HANDOFF` (2^31) beside `FREE`. While it is set and
-//!   anyone is queued, no arrival acquires; every acquire clears it. It is
+//!   anyone is queued, no arrival acquires, reads (recursive ones too)
+//!   included, whoever sits first in the queue (a reader that timed out and
+//!   is leaving may, with the writer it was handed to behind it); every
+//!   acquire clears it. It is
 //!   set only by a writer's release, when the value is 0, so it is never
 //!   added twice and the value never passes `FREE | HANDOFF`.
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
@@ -53,7 +56,9 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     #[inline]
     fn try_acquire_shared(&self, value: u32, _arg: u32, others_queued: bool) -> Option<Acquired> {
         let free = value & !HANDOFF;
-        if free < 2 || (others_queued && !RECURSIVE) {
+        // W2: a handed-off lock is the first waiter's, recursive reads
+        // included (`others_queued` is then whether anyone is queued).
+        if free < 2 || (others_queued && (!RECURSIVE || value & HANDOFF != 0)) {
             return None;
         }
         Some(Acquired {
@@ -111,6 +116,15 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     #[inline]
     fn shared_arrivals_defer_to_exclusive(&self) -> bool {
         !FAIR && !RECURSIVE
+    }
+
+    /// W2: while a hand-off is pending, an arriving read defers to anyone
+    /// queued, not only to a writer seen first in line: the first node may
+    /// be a reader that timed out and is leaving, with the writer the
+    /// lock was handed to behind it.
+    #[inline]
+    fn shared_arrivals_defer_to_any(&self, value: u32) -> bool {
+        value & HANDOFF != 0
     }
 }
 

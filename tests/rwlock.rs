@@ -302,6 +302,61 @@ fn fair_unlock_hands_off<R: Raw>() {
 }
 both!(fair_unlock_hands_off);
 
+/// W2 with a reader leaving from the front of the queue: a reader task
+/// queues first and a writer thread behind it; the task's future is
+/// dropped (its node stays first, cancelled, until the writer skips it)
+/// and the lock is unlocked fair, a hand-off to the writer. An arriving
+/// read must not take it, whichever the writer has done meanwhile: it
+/// holds the lock until the arrival has looked.
+#[cfg(feature = "async")]
+fn hand_off_past_a_leaving_reader<R: Raw + aqs::future::AsyncRawRwLock>() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::mpsc;
+    use std::task::{Context, Waker};
+
+    use aqs::RwLockAsync;
+
+    for _ in 0..50 {
+        let lock = Arc::new(Lock::<R>::new(0));
+        let w = lock.write();
+        let mut read = lock.read_async();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        let (looked, look) = mpsc::channel::<()>();
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                let mut g = lock.write();
+                *g += 1;
+                look.recv_timeout(BOUND).expect("the arrival looked");
+            })
+        };
+        wait_until("the writer queues behind the reader", || queued(&lock) == 2);
+        drop(read);
+        lock_api::RwLockWriteGuard::unlock_fair(w);
+        assert!(
+            lock.try_read().is_none(),
+            "an arriving reader took the lock handed to the queued writer"
+        );
+        looked.send(()).unwrap();
+        join_bounded(writer);
+        assert_eq!(*lock.try_read().expect("free"), 1);
+    }
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn hand_off_past_a_leaving_reader_nonfair() {
+    hand_off_past_a_leaving_reader::<RawRwLock>();
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn hand_off_past_a_leaving_reader_fair() {
+    hand_off_past_a_leaving_reader::<RawFairRwLock>();
+}
+
 /// Under a continuous stream of readers (always at least one inside), a
 /// writer still gets the nonfair lock: readers arriving after it defer to
 /// it. The wait is bounded; how long it takes is a benchmark's business.

@@ -190,6 +190,7 @@ impl RawSync {
                 let others_queued = waiters_of(s) > 0
                     && (mode == Mode::Exclusive
                         || !policy.shared_arrivals_defer_to_exclusive()
+                        || policy.shared_arrivals_defer_to_any(value_of(s))
                         || self.first_queued_is_exclusive());
                 try_acquire(policy, mode, value_of(s), arg, others_queued)
             };

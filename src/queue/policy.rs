@@ -89,6 +89,19 @@ pub(crate) trait Policy {
         false
     }
 
+    /// Whether, with the value at `value`, arriving shared acquires defer to
+    /// anyone queued after all, whatever
+    /// [`shared_arrivals_defer_to_exclusive`](Policy::shared_arrivals_defer_to_exclusive)
+    /// says: the shared hook's `others_queued` is then whether anyone is
+    /// queued. For a value that is promised to the first waiter, whoever
+    /// that is (a read-write lock's hand-off, W2): a look at the first node
+    /// could find a waiter that is leaving and miss the one behind it. Off
+    /// by default.
+    fn shared_arrivals_defer_to_any(&self, value: u32) -> bool {
+        let _ = value;
+        false
+    }
+
     /// Whether an arrival in `mode` that found `value` may spin before it
     /// queues (barging policies only; see `Discipline::arrival_spins`).
     /// A write lock's arrival that finds readers inside gains nothing by

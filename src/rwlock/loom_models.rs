@@ -253,3 +253,66 @@ fn arriving_reader_defers_to_a_queued_writer_nonfair() {
 fn arriving_reader_defers_to_a_queued_writer_fair() {
     arriving_reader_defers_to_a_queued_writer::<true>();
 }
+
+/// W2 against arrivals: main holds the write lock; a reader queues first
+/// (an async read, so that main can cancel it at a chosen moment), an
+/// untimed writer behind it. Main drops the reader's future (it leaves: its
+/// node stays first, cancelled, until the writer skips it) and unlocks
+/// *fair*, a hand-off to the first live waiter, the writer; then it tries
+/// to read. It must not get in: while the hand-off is pending and anyone is
+/// queued, arrivals defer, even when the first node is a reader that is
+/// leaving. The writer keeps the lock until main has looked, so no arrival
+/// can ever succeed. Bound 1. The planted bug `handoff_first_look` lets a
+/// read arrival defer only to a writer it sees first in line.
+#[cfg(feature = "async")]
+#[test]
+fn handed_off_lock_refuses_arriving_readers_nonfair() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::RwPolicy;
+    use crate::queue::{Mode, QueuedAcquire};
+
+    /// A read acquire as a future.
+    struct Read<'a>(QueuedAcquire<'a>);
+    impl Future for Read<'_> {
+        type Output = bool;
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+            let policy = RwPolicy::<false, false>;
+            self.get_mut()
+                .0
+                .poll_acquire(&policy, cx)
+                .map(|r| r.is_ok())
+        }
+    }
+
+    check(1, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        let looked = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        assert!(lock.write(None));
+        let mut read = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        let writer = {
+            let (lock, looked) = (Arc::clone(&lock), Arc::clone(&looked));
+            thread::spawn(move || {
+                assert!(lock.write(None));
+                while !looked.load(loom::sync::atomic::Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                // SAFETY: this thread holds the write lock.
+                unsafe { lock.unlock_write(false) };
+            })
+        };
+        until_queued(&lock, 2);
+        drop(read);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(true) };
+        let passed = lock.try_read();
+        looked.store(true, loom::sync::atomic::Ordering::Release);
+        assert!(!passed, "a reader passed a queued writer");
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
