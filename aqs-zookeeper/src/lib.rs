@@ -42,6 +42,7 @@
 
 pub mod blocking;
 mod error;
+mod health;
 mod lease;
 mod multi;
 mod mutex;

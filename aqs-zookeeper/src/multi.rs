@@ -79,6 +79,33 @@ impl PartGuard {
         }
     }
 
+    fn is_suspended(&self) -> bool {
+        match self {
+            PartGuard::Mutex(g) => g.is_suspended(),
+            PartGuard::SemaphoreMutex(g) => g.is_suspended(),
+            PartGuard::Read(g) => g.is_suspended(),
+            PartGuard::Write(g) => g.is_suspended(),
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            PartGuard::Mutex(g) => g.lost().await,
+            PartGuard::SemaphoreMutex(g) => g.lost().await,
+            PartGuard::Read(g) => g.lost().await,
+            PartGuard::Write(g) => g.lost().await,
+        }
+    }
+
+    async fn suspended(&self) {
+        match self {
+            PartGuard::Mutex(g) => g.suspended().await,
+            PartGuard::SemaphoreMutex(g) => g.suspended().await,
+            PartGuard::Read(g) => g.suspended().await,
+            PartGuard::Write(g) => g.suspended().await,
+        }
+    }
+
     async fn release(self) -> Result<(), Error> {
         match self {
             PartGuard::Mutex(g) => g.release().await,
@@ -226,9 +253,38 @@ impl MultiGuard {
         self.guards.iter().map(PartGuard::fencing_token).collect()
     }
 
-    /// Whether any of the holds is known to be lost.
+    /// Whether any of the holds is lost, as [`MutexGuard::is_lost`] says of one: before the
+    /// server could expire a session and grant a part to someone else.
     pub fn is_lost(&self) -> bool {
         self.guards.iter().any(PartGuard::is_lost)
+    }
+
+    /// Completes when [`is_lost`](Self::is_lost) becomes true. With no parts it never does.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) {
+        first_of(self.guards.iter().map(|g| Box::pin(g.lost()) as Pinned<'_>)).await
+    }
+
+    /// Whether the connection of any part is in doubt now, as [`MutexGuard::is_suspended`]
+    /// says of one. The holds may still be valid.
+    pub fn is_suspended(&self) -> bool {
+        self.guards.iter().any(PartGuard::is_suspended)
+    }
+
+    /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+    /// becomes true. With no parts it never does.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        first_of(
+            self.guards
+                .iter()
+                .map(|g| Box::pin(g.suspended()) as Pinned<'_>),
+        )
+        .await
     }
 
     /// Releases every lock in reverse order, waiting for the server to confirm each.
@@ -245,6 +301,26 @@ impl MultiGuard {
         }
         first
     }
+}
+
+type Pinned<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
+/// Completes when the first of `futures` does; never if there are none.
+async fn first_of<'a>(futures: impl Iterator<Item = Pinned<'a>>) {
+    let mut futures: Vec<Pinned<'a>> = futures.collect();
+    std::future::poll_fn(|cx| {
+        // Poll every one, so that each registers its waker.
+        let mut done = false;
+        for f in &mut futures {
+            done |= f.as_mut().poll(cx).is_ready();
+        }
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
 
 impl Drop for MultiGuard {

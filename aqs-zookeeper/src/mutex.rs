@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use crate::health::Health;
 use crate::lease::Lease;
 use crate::node::{self, Cleanup};
 use crate::queue::{Queue, Turn};
@@ -170,6 +171,8 @@ pub(crate) async fn lock_node(
     turn: Turn,
     deadline: Option<Instant>,
 ) -> Result<Option<Lease>, Error> {
+    // Before the first request, so that its heartbeat bounds the grant's session (H1).
+    let health = Health::of(client);
     let mut cleanup = Cleanup::new(client);
     let prefix = cleanup.prefix(parent);
     let own = node::create_protected(client, parent, &prefix, lock_name).await?;
@@ -180,7 +183,7 @@ pub(crate) async fn lock_node(
     };
     if queue.wait_turn(&own, turn, deadline).await? {
         cleanup.disarm();
-        Ok(Some(Lease::new(client, vec![own])))
+        Ok(Some(Lease::new(client, health, vec![own])))
     } else {
         Ok(None)
     }
@@ -263,8 +266,13 @@ impl MutexGuard {
         Arc::strong_count(&self.lease)
     }
 
-    /// Whether the hold is known to be lost: the session ended, or the connection has been down
-    /// for a whole session timeout. Someone else may hold the lock now.
+    /// Whether the hold is lost: the session ended, or the server may expire it at any moment
+    /// (no heartbeat of the session answered for nearly a session timeout; the rule is in
+    /// `docs/zookeeper.md`). It becomes true before the earliest instant the server could
+    /// expire the session and grant the place to someone else, so a holder that checks it
+    /// between steps stops in time, unless the process itself is paused (use the fencing
+    /// token for that). Once true it stays true, and the node is deleted if the session comes
+    /// back.
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
@@ -275,6 +283,24 @@ impl MutexGuard {
     /// Cancel safe.
     pub async fn lost(&self) {
         self.lease.lost().await
+    }
+
+    /// Whether the connection is in doubt now: the client reports it down, or no heartbeat of
+    /// the session sent in the last third of the session timeout has been answered. The hold
+    /// may still be valid: pause work that must not run without it. It clears when the
+    /// connection comes back within the session, and the hold then stands (Curator's
+    /// `SUSPENDED` and `RECONNECTED`).
+    pub fn is_suspended(&self) -> bool {
+        self.lease.is_suspended()
+    }
+
+    /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+    /// becomes true.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        self.lease.suspended().await
     }
 
     /// Releases this guard's hold and, if it was the handle's last, deletes the node and waits

@@ -238,8 +238,13 @@ macro_rules! half {
                 self.lease.path()
             }
 
-            /// Whether the hold is known to be lost: the session ended, or the connection has
-            /// been down for a whole session timeout.
+            /// Whether the hold is lost: the session ended, or the server may expire it at any moment
+            /// (no heartbeat of the session answered for nearly a session timeout; the rule is in
+            /// `docs/zookeeper.md`). It becomes true before the earliest instant the server could
+            /// expire the session and grant the place to someone else, so a holder that checks it
+            /// between steps stops in time, unless the process itself is paused (use the fencing
+            /// token for that). Once true it stays true, and the node is deleted if the session comes
+            /// back.
             pub fn is_lost(&self) -> bool {
                 self.lease.is_lost()
             }
@@ -250,6 +255,24 @@ macro_rules! half {
             /// Cancel safe.
             pub async fn lost(&self) {
                 self.lease.lost().await
+            }
+
+            /// Whether the connection is in doubt now: the client reports it down, or no heartbeat of
+            /// the session sent in the last third of the session timeout has been answered. The hold
+            /// may still be valid: pause work that must not run without it. It clears when the
+            /// connection comes back within the session, and the hold then stands (Curator's
+            /// `SUSPENDED` and `RECONNECTED`).
+            pub fn is_suspended(&self) -> bool {
+                self.lease.is_suspended()
+            }
+
+            /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+            /// becomes true.
+            ///
+            /// # Cancel safety
+            /// Cancel safe.
+            pub async fn suspended(&self) {
+                self.lease.suspended().await
             }
 
             /// Releases this guard and, if it was the last on its node, deletes the node and

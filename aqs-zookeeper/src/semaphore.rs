@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use crate::health::Health;
 use crate::lease::Lease;
 use crate::mutex::{lock_node, LOCK_NAME};
 use crate::node::{self, Cleanup};
@@ -315,6 +316,8 @@ impl Semaphore {
         n: u32,
         deadline: Option<Instant>,
     ) -> Result<Option<Permit>, Error> {
+        // Before the first request, so that its heartbeat bounds the grant's session (H1).
+        let health = Health::of(&self.client);
         let (limit, _) = self.read_limit(false).await?;
         if n == 0 || n > limit {
             return Err(Error::InvalidPermits {
@@ -386,7 +389,7 @@ impl Semaphore {
         drop(gate); // S2: the next waiter at the gate may go; its delete runs in the background.
         cleanup.disarm();
         Ok(Some(Permit {
-            lease: Lease::new(&self.client, own),
+            lease: Lease::new(&self.client, health, own),
             permits: n,
         }))
     }
@@ -429,8 +432,13 @@ impl Permit {
         self.lease.nodes().iter().map(|n| n.path.as_str())
     }
 
-    /// Whether the permit is known to be lost: the session ended, or the connection has been
-    /// down for a whole session timeout. Someone else may hold it now.
+    /// Whether the hold is lost: the session ended, or the server may expire it at any moment
+    /// (no heartbeat of the session answered for nearly a session timeout; the rule is in
+    /// `docs/zookeeper.md`). It becomes true before the earliest instant the server could
+    /// expire the session and grant the place to someone else, so a holder that checks it
+    /// between steps stops in time, unless the process itself is paused (use the fencing
+    /// token for that). Once true it stays true, and the node is deleted if the session comes
+    /// back.
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
@@ -441,6 +449,24 @@ impl Permit {
     /// Cancel safe.
     pub async fn lost(&self) {
         self.lease.lost().await
+    }
+
+    /// Whether the connection is in doubt now: the client reports it down, or no heartbeat of
+    /// the session sent in the last third of the session timeout has been answered. The hold
+    /// may still be valid: pause work that must not run without it. It clears when the
+    /// connection comes back within the session, and the hold then stands (Curator's
+    /// `SUSPENDED` and `RECONNECTED`).
+    pub fn is_suspended(&self) -> bool {
+        self.lease.is_suspended()
+    }
+
+    /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+    /// becomes true.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        self.lease.suspended().await
     }
 
     /// Deletes the lease nodes now and waits until the server confirms it.
@@ -587,6 +613,19 @@ impl SemaphoreMutexGuard {
     /// Cancel safe.
     pub async fn lost(&self) {
         self.0.lost().await
+    }
+
+    /// As [`Permit::is_suspended`].
+    pub fn is_suspended(&self) -> bool {
+        self.0.is_suspended()
+    }
+
+    /// As [`Permit::suspended`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        self.0.suspended().await
     }
 
     /// As [`Permit::release`].
