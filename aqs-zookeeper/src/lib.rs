@@ -15,8 +15,10 @@
 //!   or the session ends (Curator's guaranteed delete);
 //! - has a [`fencing_token`](MutexGuard::fencing_token), the zxid that created its node, which
 //!   grows with every later grant;
-//! - reports loss through `is_lost()` and `lost()` when its session ends or the connection has
-//!   been down for a whole session timeout.
+//! - reports loss through `is_lost()` and `lost()` before the earliest instant the server
+//!   could expire its session (a per-session heartbeat bounds when the server last heard from
+//!   the client), and doubt through `is_suspended()` and `suspended()` while the connection is
+//!   down and the hold may still stand.
 //!
 //! A waiter whose session ends gets [`Error::SessionLost`] instead of waiting forever, and no
 //! grant is ever made through a node of an ended session (Curator's CURATOR-604). Sessions,
