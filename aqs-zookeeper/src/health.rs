@@ -111,6 +111,12 @@ impl Health {
         h
     }
 
+    /// Ends the task as a panic or a dying runtime would, for tests of H5.
+    #[cfg(test)]
+    pub(crate) fn abort_task_for_test(&self) {
+        self.task.abort();
+    }
+
     /// A receiver of the status; its sender is gone once the task ended (H5).
     pub(crate) fn subscribe(&self) -> watch::Receiver<Status> {
         self.status.clone()

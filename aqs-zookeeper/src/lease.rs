@@ -198,3 +198,26 @@ impl Drop for Lease {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::TestServer;
+    use std::time::Duration;
+
+    /// If the session's health task dies, every grant reports lost both ways: `is_lost()` and
+    /// `lost()` agree (H5), and suspension says so too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dead_health_task_means_lost_both_ways() {
+        let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+        let c = zk::Client::connect(&s.addr().to_string()).await.unwrap();
+        let health = Health::of(&c);
+        let loss = Loss::new(&health);
+        assert!(!loss.is_lost() && !loss.is_suspended());
+        health.abort_task_for_test();
+        tokio::time::timeout(Duration::from_secs(20), loss.lost())
+            .await
+            .expect("lost() completes");
+        assert!(loss.is_lost() && loss.is_suspended());
+    }
+}

@@ -1,6 +1,8 @@
 //! The blocking facade against a real ZooKeeper: threads, no runtime of their own, the
 //! in-process names, and every wait bounded by the facade's own timed forms.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -149,4 +151,34 @@ fn a_client_whose_runtime_is_gone_is_closed() {
     assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
     let r = second.block_on(async { tokio::time::timeout(BOUND, sem.acquire()).await });
     assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
+}
+
+/// Polls `cond` from this thread until it holds, bounded.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + BOUND;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what} within {BOUND:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The blocking facade's guards report doubt and loss as the async ones do: a holder whose
+/// link goes silent both ways past its 2 s session sees `is_suspended()`, then `is_lost()`,
+/// from a thread with no runtime of its own, and `lost()` agrees.
+#[test]
+fn a_silenced_session_reports_suspended_then_lost() {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let proxy = common::Proxy::start(s.addr());
+    let a =
+        Session::connect_with_timeout(&proxy.addr().to_string(), Duration::from_secs(2)).unwrap();
+    let m = Mutex::new(&a, "/blocking/silenced").unwrap();
+    let g = m.try_acquire_for(BOUND).unwrap().expect("bounded wait");
+    assert!(!g.is_suspended() && !g.is_lost());
+    proxy.silence();
+    wait_until("suspended", || g.is_suspended());
+    wait_until("lost", || g.is_lost());
+    a.block_on(async { tokio::time::timeout(BOUND, g.lost()).await })
+        .expect("lost() agrees with is_lost()");
+    assert!(g.is_lost(), "once lost, stays lost");
+    proxy.heal();
 }
