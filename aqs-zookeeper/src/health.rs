@@ -147,7 +147,9 @@ async fn heartbeat(client: zk::Client, tx: watch::Sender<Status>, created: Insta
     // The `last_ack` a loss was declared for: one loss per silence (H3).
     let mut lost_for: Option<Instant> = None;
     let mut outstanding: Option<(Instant, _)> = None;
-    let mut next_send = created;
+    // Not at once: a grant right after creation is covered by H1, and an uncontended
+    // acquire and release must not cost a heartbeat.
+    let mut next_send = created + interval;
     let mut gone = false;
     loop {
         let state = states.state();
