@@ -195,6 +195,7 @@ impl MultiLock {
 
     /// Waits up to `timeout` for all of them; on time-out releases those taken and returns
     /// `Ok(None)`.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -202,7 +203,7 @@ impl MultiLock {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        self.acquire_until_inner(Some(Instant::now() + timeout))
+        self.acquire_until_inner(crate::node::deadline_after(timeout))
             .await
     }
 

@@ -114,6 +114,7 @@ impl Mutex {
 
     /// Like [`acquire`](Self::acquire), but gives up after `timeout` and returns `Ok(None)`,
     /// leaving no node behind.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -121,7 +122,7 @@ impl Mutex {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, Error> {
-        self.acquire_until_inner(Some(Instant::now() + timeout))
+        self.acquire_until_inner(node::deadline_after(timeout))
             .await
     }
 

@@ -286,6 +286,12 @@ where
     }
 }
 
+/// The deadline `timeout` from now; `None` (no deadline) if it is too far to represent, so a
+/// timeout such as `Duration::MAX` waits as long as it takes instead of panicking.
+pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
 /// Waits for `watcher` to fire, or for `deadline`; `false` on deadline. A session that ends
 /// fires the watcher too, and the caller's next request reports it.
 pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {

@@ -194,6 +194,7 @@ macro_rules! half {
             }
 
             /// Waits up to `timeout`; `Ok(None)` on time-out, leaving no node behind.
+            /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
             ///
             /// # Errors
             /// As [`acquire`](Self::acquire).
@@ -201,7 +202,7 @@ macro_rules! half {
             /// # Cancel safety
             /// As [`acquire`](Self::acquire).
             pub async fn try_acquire_for(self, timeout: Duration) -> Result<Option<$guard>, Error> {
-                self.lock.$until(Some(Instant::now() + timeout)).await
+                self.lock.$until(node::deadline_after(timeout)).await
             }
 
             /// Waits until `deadline`; `Ok(None)` on time-out, leaving no node behind.

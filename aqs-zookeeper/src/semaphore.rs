@@ -209,6 +209,7 @@ impl Semaphore {
     }
 
     /// Waits up to `timeout` for one permit; `Ok(None)` on time-out, leaving no node behind.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -216,7 +217,7 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Permit>, Error> {
-        self.acquire_inner(1, Some(Instant::now() + timeout)).await
+        self.acquire_inner(1, node::deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for one permit; `Ok(None)` on time-out, leaving no node behind.
@@ -235,6 +236,7 @@ impl Semaphore {
     }
 
     /// Waits up to `timeout` for `n` permits.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire_many`](Self::acquire_many).
@@ -246,7 +248,7 @@ impl Semaphore {
         n: u32,
         timeout: Duration,
     ) -> Result<Option<Permit>, Error> {
-        self.acquire_inner(n, Some(Instant::now() + timeout)).await
+        self.acquire_inner(n, node::deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for `n` permits.
@@ -550,6 +552,7 @@ impl SemaphoreMutex {
     }
 
     /// Waits up to `timeout`; `Ok(None)` on time-out, leaving no node behind.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`].

@@ -182,3 +182,18 @@ fn a_silenced_session_reports_suspended_then_lost() {
     assert!(g.is_lost(), "once lost, stays lost");
     proxy.heal();
 }
+
+/// The blocking timed forms take `Duration::MAX` as "no deadline" instead of panicking.
+#[test]
+fn a_blocking_timeout_of_duration_max_does_not_panic() {
+    let (_s, a, _b) = setup();
+    let m = Mutex::new(&a, "/blocking/max").unwrap();
+    let g = m.try_acquire_for(Duration::MAX).unwrap().expect("free");
+    drop(g);
+    let sem = Semaphore::new(&a, "/blocking/max-sem", 2).unwrap();
+    let p = sem
+        .try_acquire_many_for(2, Duration::MAX)
+        .unwrap()
+        .expect("free");
+    drop(p);
+}

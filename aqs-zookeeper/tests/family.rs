@@ -315,3 +315,60 @@ async fn a_permit_dropped_while_disconnected_is_still_released() {
 }
 
 const BOUND_SHORT: Duration = Duration::from_secs(5);
+
+/// `try_acquire_for(Duration::MAX)` (a deadline past what an `Instant` can hold) waits without
+/// a deadline instead of panicking, on every type: granted at once when free, and granted on
+/// release when taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_waits_without_a_deadline() {
+    let s = server();
+    let (a, b) = (client(&s).await, client(&s).await);
+    let m = Mutex::new(a.clone(), "/max/mutex").unwrap();
+    let g = bounded("mutex", m.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let mb = Mutex::new(b.clone(), "/max/mutex").unwrap();
+    let mut waiter = tokio::spawn(async move {
+        let r = mb.try_acquire_for(Duration::MAX).await;
+        r.map(|g| g.map(|g| g.fencing_token()))
+    });
+    wait_children(&a, "/max/mutex", 2).await;
+    assert!(still_waiting(&mut waiter, SHORT).await);
+    drop(g);
+    let token = bounded("the waiter", waiter).await.unwrap().unwrap();
+    assert!(token.is_some(), "granted on release");
+    let sem = Semaphore::new(a.clone(), "/max/sem", 2).unwrap();
+    let p = bounded("semaphore", sem.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let p2 = bounded("semaphore", sem.try_acquire_many_for(1, Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop((p, p2));
+    let sm = SemaphoreMutex::new(a.clone(), "/max/smutex").unwrap();
+    let g = bounded("semaphore mutex", sm.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(g);
+    let rw = RwLock::new(a.clone(), "/max/rw").unwrap();
+    let r = bounded("read", rw.read_lock().try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(r);
+    let w = bounded("write", rw.write_lock().try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(w);
+    let multi = MultiLock::new(&a, &["/max/m1", "/max/m2"]).unwrap();
+    let g = bounded("multi", multi.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(g);
+}
