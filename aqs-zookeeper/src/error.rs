@@ -51,6 +51,13 @@ pub enum Error {
     /// which time the server has expired it or will as soon as it runs) while the operation was
     /// under way. Nothing was granted; the client's ephemeral nodes are gone or going.
     SessionLost,
+    /// The waiter's own node was deleted by someone else (an operator, another client) while its
+    /// session was alive, so it left the queue. Nothing was granted; its other nodes of the
+    /// attempt are deleted. Retrying queues again at the back.
+    NodeDeleted {
+        /// The full path of the node that vanished.
+        path: String,
+    },
     /// The client is closed: its connection task has ended, for example because the runtime
     /// it was connected on shut down.
     Closed,
@@ -79,6 +86,9 @@ impl fmt::Display for Error {
                 "write lock requested through a handle that holds the read lock (no upgrades)",
             ),
             Error::SessionLost => f.write_str("the ZooKeeper session ended during the operation"),
+            Error::NodeDeleted { path } => {
+                write!(f, "the waiter's node {path:?} was deleted by someone else")
+            }
             Error::Closed => f.write_str("the ZooKeeper client is closed"),
             Error::Zk(e) => write!(f, "ZooKeeper: {e}"),
         }

@@ -91,7 +91,7 @@ impl Mutex {
     ///
     /// # Errors
     /// [`Error::SessionLost`] if the session ends while waiting, or if this handle's current
-    /// hold was lost; [`Error::Closed`] if the client is closed; [`Error::Zk`] for other
+    /// hold was lost; [`Error::NodeDeleted`] if someone else deletes the waiter's node; [`Error::Closed`] if the client is closed; [`Error::Zk`] for other
     /// ZooKeeper failures. On error nothing of this attempt stays in ZooKeeper.
     ///
     /// # Cancel safety

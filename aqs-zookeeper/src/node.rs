@@ -209,6 +209,19 @@ impl Drop for Cleanup {
     }
 }
 
+/// The error for a waiter whose own node `path` is missing from a listing its session just
+/// made (Q3). The listing's reply proves the session alive then, and a live session's ephemeral
+/// node goes only by a delete: someone else's, unless the session has ended since.
+pub(crate) fn own_node_gone(client: &zk::Client, path: &str) -> Error {
+    match client.state() {
+        zk::SessionState::Closed => Error::Closed,
+        s if s.is_terminated() => Error::SessionLost,
+        _ => Error::NodeDeleted {
+            path: path.to_owned(),
+        },
+    }
+}
+
 /// Whether `e` means the client or its session is gone for good.
 pub(crate) fn terminated(e: &zk::Error) -> bool {
     matches!(

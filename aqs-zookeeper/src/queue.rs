@@ -7,8 +7,9 @@
 //!   waiter watches its immediate predecessor, a shared waiter the first exclusive node before
 //!   it (Curator's `InterProcessReadWriteLock` read rule). When that node is deleted, the
 //!   waiter lists the children again; a stale or missing watch target only costs a re-list.
-//! - **Q3** A waiter whose own node is missing is not granted: its session ended, and the error
-//!   is [`Error::SessionLost`] (node rule Z1 in `node.rs`).
+//! - **Q3** A waiter whose own node is missing is not granted. The listing that shows it
+//!   missing came through the live session, so someone else deleted it:
+//!   [`Error::NodeDeleted`] ([`Error::SessionLost`] if the session has ended since).
 
 use tokio::time::Instant;
 use zookeeper_client as zk;
@@ -57,7 +58,7 @@ impl Queue<'_> {
         loop {
             let sorted = self.sorted().await?;
             let Some(pos) = sorted.iter().position(|(_, c)| *c == own.name) else {
-                return Err(Error::SessionLost); // Q3
+                return Err(node::own_node_gone(self.client, &own.path)); // Q3
             };
             let blocker = match turn {
                 Turn::Exclusive => pos.checked_sub(1).map(|i| &sorted[i].1),

@@ -171,8 +171,9 @@ macro_rules! half {
             #[doc = concat!("Waits until this handle holds the ", $what, " lock.")]
             ///
             /// # Errors
-            /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Closed`] if the
-            /// client is closed; [`Error::Zk`] for other ZooKeeper failures. On error nothing of
+            /// [`Error::SessionLost`] if the session ends while waiting; [`Error::NodeDeleted`]
+            /// if someone else deletes the waiter's node; [`Error::Closed`] if the client is
+            /// closed; [`Error::Zk`] for other ZooKeeper failures. On error nothing of
             /// this attempt stays in ZooKeeper.
             ///
             /// # Cancel safety

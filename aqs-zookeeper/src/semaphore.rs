@@ -161,7 +161,8 @@ impl Semaphore {
     /// Waits for one permit.
     ///
     /// # Errors
-    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Closed`] if the client
+    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::NodeDeleted`] if
+    /// someone else deletes one of this waiter's nodes; [`Error::Closed`] if the client
     /// is closed; [`Error::InvalidSharedCount`] or [`Error::LimitMismatch`] for a bad shared
     /// limit; [`Error::Zk`] for other ZooKeeper failures. On error nothing of this attempt stays
     /// in ZooKeeper.
@@ -351,8 +352,8 @@ impl Semaphore {
         loop {
             let (children, children_watch) =
                 node::retry(c, || c.list_and_watch_children(&leases)).await?;
-            if !own.iter().all(|o| children.contains(&o.name)) {
-                return Err(Error::SessionLost);
+            if let Some(gone) = own.iter().find(|o| !children.contains(&o.name)) {
+                return Err(node::own_node_gone(c, &gone.path)); // as queue rule Q3
             }
             let (limit, count_watch) = self.read_limit(true).await?;
             if n > limit {

@@ -136,3 +136,53 @@ async fn invalid_paths_are_refused_and_write_nothing() {
         vec!["zookeeper".to_string()]
     );
 }
+
+/// A waiter whose node someone else deletes while its session lives fails with
+/// `Error::NodeDeleted`, not `SessionLost`, and is not granted: for a mutex (noticed on its
+/// next look, when the holder releases) and for a semaphore (its lease node, noticed at once
+/// through its children watch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_node_someone_else_deletes_gets_a_distinct_error() {
+    let s = server();
+    let (a, b, operator) = (client(&s).await, client(&s).await, client(&s).await);
+    let holder = Mutex::new(a.clone(), "/deleted/m").unwrap();
+    let g = timeout(BOUND, holder.acquire()).await.unwrap().unwrap();
+    let mb = Mutex::new(b.clone(), "/deleted/m").unwrap();
+    let waiter = tokio::spawn(async move { mb.acquire().await.map(|g| g.fencing_token()) });
+    let children = wait_children(&operator, "/deleted/m", 2).await;
+    let theirs = children
+        .iter()
+        .find(|c| format!("/deleted/m/{c}") != g.node_path())
+        .unwrap();
+    let theirs = format!("/deleted/m/{theirs}");
+    operator.delete(&theirs, None).await.unwrap();
+    g.release().await.unwrap();
+    let r = timeout(BOUND, waiter).await.expect("waiter hangs").unwrap();
+    assert!(
+        matches!(&r, Err(Error::NodeDeleted { path }) if *path == theirs),
+        "{r:?}"
+    );
+
+    let sa = aqs_zookeeper::Semaphore::new(a.clone(), "/deleted/s", 1).unwrap();
+    let p = timeout(BOUND, sa.acquire()).await.unwrap().unwrap();
+    let sb = aqs_zookeeper::Semaphore::new(b.clone(), "/deleted/s", 1).unwrap();
+    let waiter = tokio::spawn(async move { sb.acquire().await.map(|p| p.fencing_token()) });
+    let leases = wait_children(&operator, "/deleted/s/leases", 2).await;
+    let theirs = leases
+        .iter()
+        .find(|c| format!("/deleted/s/leases/{c}") != p.node_path())
+        .unwrap();
+    let theirs = format!("/deleted/s/leases/{theirs}");
+    operator.delete(&theirs, None).await.unwrap();
+    let r = timeout(BOUND, waiter).await.expect("waiter hangs").unwrap();
+    assert!(
+        matches!(&r, Err(Error::NodeDeleted { path }) if *path == theirs),
+        "{r:?}"
+    );
+    assert!(!p.is_lost(), "the holder is untouched");
+    p.release().await.unwrap();
+    // Nothing of the failed waiters stays behind.
+    assert!(wait_children(&operator, "/deleted/m", 0).await.is_empty());
+    wait_children(&operator, "/deleted/s/leases", 0).await;
+    wait_children(&operator, "/deleted/s/locks", 0).await;
+}
