@@ -20,6 +20,7 @@
 //!   the client), and doubt through `is_suspended()` and `suspended()` while the connection is
 //!   down and the hold may still stand.
 //!
+//! A timed acquire returns within its deadline plus 500 ms whatever the connection does.
 //! A waiter whose session ends gets [`Error::SessionLost`] instead of waiting forever, and no
 //! grant is ever made through a node of an ended session (Curator's CURATOR-604). Sessions,
 //! loss and fencing are explained in the design notes, `docs/zookeeper.md`.

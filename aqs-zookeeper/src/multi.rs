@@ -227,6 +227,13 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<MultiGuard>, Error> {
+        crate::node::within(deadline, self.acquire_until_unbounded(deadline)).await
+    }
+
+    async fn acquire_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MultiGuard>, Error> {
         let mut taken = MultiGuard {
             guards: Vec::with_capacity(self.parts.len()),
         };

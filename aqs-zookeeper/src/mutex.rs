@@ -145,6 +145,13 @@ impl Mutex {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<MutexGuard>, Error> {
+        node::within(deadline, self.acquire_until_unbounded(deadline)).await
+    }
+
+    async fn acquire_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MutexGuard>, Error> {
         let lease = self
             .owner
             .acquire(deadline, || {

@@ -305,6 +305,25 @@ pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 
+/// How long past its deadline a timed acquire may run, whatever the connection does: time for
+/// the round trips of one look when the deadline is now (a `try_acquire`).
+pub(crate) const DEADLINE_GRACE: Duration = Duration::from_millis(500);
+
+/// Runs a timed acquire, giving up with `Ok(None)` at `deadline` plus [`DEADLINE_GRACE`] even
+/// if a request is stuck in an outage (requests wait in the client's queue, and retries can
+/// add up to a session timeout each). Dropping the acquire cleans up as cancelling it does.
+pub(crate) async fn within<T, F>(deadline: Option<Instant>, acquire: F) -> Result<Option<T>, Error>
+where
+    F: Future<Output = Result<Option<T>, Error>>,
+{
+    match deadline.and_then(|d| d.checked_add(DEADLINE_GRACE)) {
+        None => acquire.await,
+        Some(limit) => tokio::time::timeout_at(limit, acquire)
+            .await
+            .unwrap_or(Ok(None)),
+    }
+}
+
 /// Waits for `watcher` to fire, or for `deadline`; `false` on deadline. A session that ends
 /// fires the watcher too, and the caller's next request reports it.
 pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {

@@ -108,6 +108,13 @@ impl RwLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<ReadGuard>, Error> {
+        node::within(deadline, self.read_until_unbounded(deadline)).await
+    }
+
+    async fn read_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<ReadGuard>, Error> {
         if let Some(write) = self.write.current() {
             // W2: downgrade by sharing the write node.
             if write.is_lost() {
@@ -134,6 +141,13 @@ impl RwLock {
     }
 
     pub(crate) async fn write_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<WriteGuard>, Error> {
+        node::within(deadline, self.write_until_unbounded(deadline)).await
+    }
+
+    async fn write_until_unbounded(
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<WriteGuard>, Error> {

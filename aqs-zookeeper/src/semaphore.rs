@@ -319,6 +319,14 @@ impl Semaphore {
         n: u32,
         deadline: Option<Instant>,
     ) -> Result<Option<Permit>, Error> {
+        node::within(deadline, self.acquire_inner_unbounded(n, deadline)).await
+    }
+
+    async fn acquire_inner_unbounded(
+        &self,
+        n: u32,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Permit>, Error> {
         // Before the first request, so that its heartbeat bounds the grant's session (H1).
         let health = Health::of(&self.client);
         let (limit, _) = self.read_limit(false).await?;

@@ -842,3 +842,63 @@ async fn a_short_cut_suspends_a_holder_and_the_hold_stands() {
     assert_eq!((r.enters, r.exits, r.lost, r.open), (2, 2, 0, 0), "{r:?}");
     wait_clean(&observer, path).await;
 }
+
+/// Every timed acquire returns within its deadline plus a small bound whatever the connection
+/// does: with the link silenced (requests get no reply, and the client would notice only 2/5
+/// of its 20 s session later) and with the server stopped (requests wait for a reconnect that
+/// could take up to a session timeout). Each returns `Ok(None)` (or an error) within its
+/// 100 ms plus the crate's 500 ms grace, with 2 s of slack for a loaded machine: an order of
+/// magnitude below the 8 s or more it took before. Nothing is left behind afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_acquires_keep_their_deadlines_during_outages() {
+    let _serial = SERIAL.lock().await;
+    let mut s = server();
+    let proxy = common::Proxy::start(s.addr());
+    let session = Duration::from_secs(20);
+    let wait = Duration::from_millis(100);
+    let bound = wait + Duration::from_millis(500) + Duration::from_secs(2);
+    let cut = common::client_via_with(&proxy, session).await;
+    let direct = connect(&s, session).await;
+    async fn attempts(c: &zk::Client, base: &str, wait: Duration, bound: Duration, what: &str) {
+        let m = Mutex::new(c.clone(), &format!("{base}/m")).unwrap();
+        let sem = aqs_zookeeper::Semaphore::new(c.clone(), &format!("{base}/s"), 2).unwrap();
+        let rw = aqs_zookeeper::RwLock::new(c.clone(), &format!("{base}/rw")).unwrap();
+        let multi = aqs_zookeeper::MultiLock::new(c, &[&format!("{base}/a")]).unwrap();
+        let t = Instant::now();
+        let r = bounded("mutex", m.try_acquire_for(wait)).await;
+        let e = t.elapsed();
+        assert!(e < bound, "{what}: mutex took {e:?}: {r:?}");
+        assert!(!matches!(r, Ok(Some(_))), "{what}: granted in an outage");
+        let t = Instant::now();
+        let r = bounded("semaphore", sem.try_acquire_for(wait)).await;
+        let e = t.elapsed();
+        assert!(e < bound, "{what}: semaphore took {e:?}: {r:?}");
+        assert!(!matches!(r, Ok(Some(_))), "{what}: granted in an outage");
+        let t = Instant::now();
+        let r = bounded("write lock", rw.write_lock().try_acquire_for(wait)).await;
+        let e = t.elapsed();
+        assert!(e < bound, "{what}: write lock took {e:?}: {r:?}");
+        assert!(!matches!(r, Ok(Some(_))), "{what}: granted in an outage");
+        let t = Instant::now();
+        let r = bounded("multi-lock", multi.try_acquire_for(wait)).await;
+        let e = t.elapsed();
+        assert!(e < bound, "{what}: multi-lock took {e:?}: {r:?}");
+        assert!(!matches!(r, Ok(Some(_))), "{what}: granted in an outage");
+    }
+    proxy.silence();
+    attempts(&cut, "/faults/deadline/cut", wait, bound, "link silenced").await;
+    proxy.heal();
+    tokio::task::block_in_place(|| s.stop());
+    attempts(
+        &direct,
+        "/faults/deadline/down",
+        wait,
+        bound,
+        "server stopped",
+    )
+    .await;
+    tokio::task::block_in_place(|| s.restart(Duration::from_secs(60)).expect("restart"));
+    // Both sessions survive; the attempts' clean-ups leave nothing behind.
+    let c = connect(&s, Duration::from_secs(10)).await;
+    wait_clean(&c, "/faults/deadline").await;
+}
