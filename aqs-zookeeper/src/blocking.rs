@@ -272,7 +272,8 @@ impl Semaphore {
     }
 }
 
-/// Blocking [`crate::Mutex`], reentrant per handle.
+/// Blocking [`crate::Mutex`]: threads that share a handle take turns; re-entry is
+/// [`MutexGuard::reenter`].
 #[derive(Debug)]
 pub struct Mutex {
     session: Session,
@@ -387,7 +388,7 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// As [`crate::MultiLock::new`]: a reentrant mutex at each path.
+    /// As [`crate::MultiLock::new`]: a mutex at each path.
     ///
     /// # Errors
     /// As [`crate::MultiLock::new`].

@@ -44,8 +44,11 @@ pub enum Error {
     },
     /// A multi-lock names the same lock twice; it would wait for itself.
     DuplicateLock(String),
-    /// A write lock asked for through a handle that holds the read lock: it would queue behind
-    /// its own read node and wait forever, as Curator's does. Release the read guard first.
+    /// One half of a read-write lock asked for through a handle with a live guard of the other
+    /// half: it would queue behind that guard's node, forever if the caller holds it (a write
+    /// under one's own read waits forever in Curator). Release the other guard first, use
+    /// `WriteGuard::downgrade` for a read under one's own write, or give each task its own
+    /// handle.
     WouldDeadlock,
     /// The session ended (expired, or the connection stayed down for a whole session timeout, by
     /// which time the server has expired it or will as soon as it runs) while the operation was
@@ -83,7 +86,7 @@ impl fmt::Display for Error {
             }
             Error::DuplicateLock(p) => write!(f, "the multi-lock names {p:?} twice"),
             Error::WouldDeadlock => f.write_str(
-                "write lock requested through a handle that holds the read lock (no upgrades)",
+                "one half of a read-write lock requested through a handle holding the other half",
             ),
             Error::SessionLost => f.write_str("the ZooKeeper session ended during the operation"),
             Error::NodeDeleted { path } => {

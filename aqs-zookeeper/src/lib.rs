@@ -4,7 +4,7 @@
 //! | Curator 5 | `aqs_zookeeper` | layout under `PATH` |
 //! |---|---|---|
 //! | `InterProcessSemaphoreV2` | [`Semaphore`] | `locks/_c_<uuid>-lock-<seq>`, `leases/_c_<uuid>-lease-<seq>` |
-//! | `InterProcessMutex` | [`Mutex`] (reentrant per handle) | `_c_<uuid>-lock-<seq>` |
+//! | `InterProcessMutex` | [`Mutex`] (reentrant through [`MutexGuard::reenter`]) | `_c_<uuid>-lock-<seq>` |
 //! | `InterProcessSemaphoreMutex` | [`SemaphoreMutex`] | as `Semaphore` with limit 1 |
 //! | `InterProcessReadWriteLock` | [`RwLock`] | `_c_<uuid>-__READ__<seq>`, `_c_<uuid>-__WRIT__<seq>` |
 //! | `InterProcessMultiLock` | [`MultiLock`] | the parts' own nodes |

@@ -20,7 +20,7 @@ use crate::{
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Lockable {
-    /// A reentrant [`Mutex`].
+    /// A [`Mutex`].
     Mutex(Mutex),
     /// A [`SemaphoreMutex`].
     SemaphoreMutex(SemaphoreMutex),
@@ -139,7 +139,7 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// A multi-lock over a reentrant [`Mutex`] at each of `paths`, as Curator's
+    /// A multi-lock over a [`Mutex`] at each of `paths`, as Curator's
     /// `InterProcessMultiLock(client, paths)`.
     ///
     /// # Errors

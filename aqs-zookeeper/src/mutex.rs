@@ -1,11 +1,12 @@
-//! `Mutex`: Curator's `InterProcessMutex`, reentrant per handle.
+//! `Mutex`: Curator's `InterProcessMutex`, reentrant only through a guard.
 //!
 //! Invariants:
-//! - **M1** A handle holds at most one lock node at a time; every live guard of the handle
-//!   shares it (`Arc<Lease>`), so the hold count is the number of live guards and the node is
+//! - **M1** Every acquire through a handle queues a node of its own, whoever else holds a
+//!   guard of the same handle: a handle never grants the lock twice by itself, so tasks (or
+//!   threads) that share one exclude each other as separate handles do.
+//! - **M2** Reentrancy is explicit: [`MutexGuard::reenter`] shares the guard's hold
+//!   (`Arc<Lease>`), so the hold count is the number of live guards on it and the node is
 //!   deleted when the last one goes (lease rule L1).
-//! - **M2** Acquires through one handle are serialized by `acquiring`, so two tasks racing on
-//!   one handle never create two nodes: the second finds the first's grant and re-enters.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -23,17 +24,21 @@ use crate::Error;
 /// Curator's lock name for mutex nodes.
 pub(crate) const LOCK_NAME: &str = "lock-";
 
-/// A cluster-wide, reentrant, FIFO mutex with Curator's `InterProcessMutex` layout.
+/// A cluster-wide FIFO mutex with Curator's `InterProcessMutex` layout, reentrant through its
+/// guards.
 ///
 /// Each contender creates `PATH/_c_<uuid>-lock-<seq>` (ephemeral-sequential). The lowest
 /// sequence holds the lock and each waiter watches only its predecessor, so a release wakes one
 /// waiter. Java clients using `InterProcessMutex` on the same path share the queue.
 ///
-/// **Reentrancy is per handle.** Curator counts holds per thread; a task is not a thread, so
-/// here the owner is the `Mutex` value. While a guard from a handle is alive, another
-/// [`acquire`](Self::acquire) through the same handle returns at once with another guard on
-/// the same node, and the node is deleted when the last guard goes. Give each task that must be
-/// excluded from the others its own handle.
+/// **Reentrancy is explicit, through a guard.** Curator counts holds per thread; a task is not
+/// a thread (it moves between threads, and one task can run several futures at once), so no
+/// handle can tell who is asking. Here every [`acquire`](Self::acquire) queues like any other
+/// contender, even through a handle that already holds the lock: tasks or threads that share
+/// one handle (an `Arc<Mutex>`) never hold it at once. To re-enter, call
+/// [`MutexGuard::reenter`], which shares the guard's node; the node is deleted when the last
+/// guard on it goes. An acquire through a handle from the code that holds it waits for itself,
+/// as a `tokio::sync::Mutex` does.
 ///
 /// | Curator `InterProcessMutex` | `aqs_zookeeper::Mutex` |
 /// |---|---|
@@ -49,7 +54,7 @@ pub(crate) const LOCK_NAME: &str = "lock-";
 /// let client = zookeeper_client::Client::connect("127.0.0.1:2181").await?;
 /// let mutex = aqs_zookeeper::Mutex::new(client, "/demo/mutex")?;
 /// let guard = mutex.acquire().await?;
-/// let again = mutex.acquire().await?; // reentrant: same handle, same node
+/// let again = guard.reenter()?; // reentrant: same node, explicitly
 /// println!("holding with fencing token {}", guard.fencing_token());
 /// drop(again);
 /// guard.release().await?; // deletes the node and waits for the server to confirm
@@ -82,17 +87,17 @@ impl Mutex {
         &self.path
     }
 
-    /// Whether a guard from this handle is alive.
+    /// Whether a guard acquired through this handle (or re-entered from one) is alive.
     pub fn is_acquired(&self) -> bool {
-        self.owner.current().is_some()
+        self.owner.is_held()
     }
 
     /// Waits until this handle holds the mutex.
     ///
     /// # Errors
-    /// [`Error::SessionLost`] if the session ends while waiting, or if this handle's current
-    /// hold was lost; [`Error::NodeDeleted`] if someone else deletes the waiter's node; [`Error::Closed`] if the client is closed; [`Error::Zk`] for other
-    /// ZooKeeper failures. On error nothing of this attempt stays in ZooKeeper.
+    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::NodeDeleted`] if
+    /// someone else deletes the waiter's node; [`Error::Closed`] if the client is closed;
+    /// [`Error::Zk`] for other ZooKeeper failures. On error nothing of this attempt stays in ZooKeeper.
     ///
     /// # Cancel safety
     /// Dropping the future deletes this attempt's node (found by its protected name if the
@@ -154,7 +159,7 @@ impl Mutex {
     ) -> Result<Option<MutexGuard>, Error> {
         let lease = self
             .owner
-            .acquire(deadline, || {
+            .acquire(|| {
                 lock_node(
                     &self.client,
                     &self.path,
@@ -197,59 +202,39 @@ pub(crate) async fn lock_node(
     }
 }
 
-/// Reentrancy by handle (M1, M2).
+/// The holds granted through one handle, for [`Mutex::is_acquired`] and the read-write lock's
+/// conflict checks. It never re-enters one of them (M1).
 #[derive(Debug, Default)]
 pub(crate) struct Owner {
-    held: std::sync::Mutex<Weak<Lease>>,
-    acquiring: tokio::sync::Mutex<()>,
+    held: std::sync::Mutex<Vec<Weak<Lease>>>,
 }
 
 impl Owner {
-    /// The handle's live hold, if any.
-    pub(crate) fn current(&self) -> Option<Arc<Lease>> {
-        self.held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .upgrade()
+    /// Whether a hold granted through this handle is still alive.
+    pub(crate) fn is_held(&self) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|w| w.strong_count() > 0);
+        !held.is_empty()
     }
 
-    /// Re-enters the live hold, or runs `grant` and records its lease as the hold.
-    pub(crate) async fn acquire<F, Fut>(
-        &self,
-        deadline: Option<Instant>,
-        grant: F,
-    ) -> Result<Option<Arc<Lease>>, Error>
+    /// Runs `grant` and records its lease among the handle's holds.
+    pub(crate) async fn acquire<F, Fut>(&self, grant: F) -> Result<Option<Arc<Lease>>, Error>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Option<Lease>, Error>>,
     {
-        let _serial = match deadline {
-            None => self.acquiring.lock().await,
-            Some(d) => match tokio::time::timeout_at(d, self.acquiring.lock()).await {
-                Ok(g) => g,
-                // Another acquire through this handle is still waiting; look once more.
-                Err(_) => match self.acquiring.try_lock() {
-                    Ok(g) => g,
-                    Err(_) => return Ok(None),
-                },
-            },
-        };
-        if let Some(lease) = self.current() {
-            if lease.is_lost() {
-                return Err(Error::SessionLost);
-            }
-            return Ok(Some(lease));
-        }
         let Some(lease) = grant().await? else {
             return Ok(None);
         };
         let lease = Arc::new(lease);
-        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&lease);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|w| w.strong_count() > 0);
+        held.push(Arc::downgrade(&lease));
         Ok(Some(lease))
     }
 }
 
-/// Proof of holding a [`Mutex`]; the lock is released when the handle's last guard goes.
+/// Proof of holding a [`Mutex`]; the lock is released when the last guard on its node goes.
 #[must_use = "dropping the guard releases the lock at once"]
 #[derive(Debug)]
 pub struct MutexGuard {
@@ -269,9 +254,24 @@ impl MutexGuard {
         self.lease.path()
     }
 
-    /// How many guards share this hold (reentrant acquires through one handle).
+    /// How many guards share this hold (this one and those from [`reenter`](Self::reenter)).
     pub fn hold_count(&self) -> usize {
         Arc::strong_count(&self.lease)
+    }
+
+    /// Re-enters the lock: another guard on this hold, with no request. The node is deleted
+    /// when the last guard on it goes. This is Curator's reentrancy made explicit; a handle
+    /// never re-enters by itself.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the hold is lost ([`is_lost`](Self::is_lost)).
+    pub fn reenter(&self) -> Result<MutexGuard, Error> {
+        if self.lease.is_lost() {
+            return Err(Error::SessionLost);
+        }
+        Ok(MutexGuard {
+            lease: self.lease.clone(),
+        })
     }
 
     /// Whether the hold is lost: the session ended, or the server may expire it at any moment
@@ -311,8 +311,8 @@ impl MutexGuard {
         self.lease.suspended().await
     }
 
-    /// Releases this guard's hold and, if it was the handle's last, deletes the node and waits
-    /// until the server confirms it.
+    /// Releases this guard's hold and, if it was the last guard on the node, deletes the node
+    /// and waits until the server confirms it.
     ///
     /// # Errors
     /// [`Error::SessionLost`] or [`Error::Closed`] if the session ended first (its node is then

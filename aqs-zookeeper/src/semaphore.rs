@@ -493,8 +493,8 @@ impl Permit {
 /// A cluster-wide, non-reentrant mutex: Curator's `InterProcessSemaphoreMutex`, a
 /// [`Semaphore`] of one permit with the same `locks/` and `leases/` layout.
 ///
-/// Unlike [`Mutex`](crate::Mutex) it is not reentrant: a second acquire through the same
-/// handle waits like any other contender, as Curator's does.
+/// Unlike [`Mutex`](crate::Mutex) it cannot be re-entered even through a guard: a second
+/// acquire through the same handle waits like any other contender, as Curator's does.
 ///
 /// # Examples
 /// ```no_run

@@ -55,7 +55,7 @@ fn timed_forms_time_out_and_try_forms_do_not_wait() {
     let (_s, a, b) = setup();
     let m = Mutex::new(&a, "/blocking/mutex").unwrap();
     let g = m.acquire().unwrap();
-    let again = m.acquire().unwrap(); // reentrant through the handle
+    let again = g.reenter().unwrap(); // re-entry is explicit, through the guard
     assert_eq!(g.node_path(), again.node_path());
     let other = Mutex::new(&b, "/blocking/mutex").unwrap();
     assert!(other.try_acquire().unwrap().is_none());
@@ -196,4 +196,30 @@ fn a_blocking_timeout_of_duration_max_does_not_panic() {
         .unwrap()
         .expect("free");
     drop(p);
+}
+
+/// Threads that share one blocking handle (`Arc<Mutex>`) never hold the lock at once: each
+/// acquire queues its own node.
+#[test]
+fn threads_sharing_a_blocking_mutex_never_hold_at_once() {
+    let (_s, a, _b) = setup();
+    let m = Arc::new(Mutex::new(&a, "/blocking/shared").unwrap());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, inside) = (m.clone(), inside.clone());
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let g = m.try_acquire_for(BOUND).unwrap().expect("bounded wait");
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                    std::thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    drop(g);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
 }

@@ -24,13 +24,15 @@ async fn set_count(c: &zk::Client, path: &str, v: i32) {
     }
 }
 
+/// Re-entry is explicit, through a guard: it shares the node, the node goes with the last
+/// guard, and another client waits until then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mutex_is_reentrant_per_handle_and_exclusive_across_handles() {
+async fn mutex_reenters_through_a_guard_and_excludes_other_handles() {
     let s = server();
     let (ca, cb) = (client(&s).await, client(&s).await);
     let m = Mutex::new(ca.clone(), "/family/reenter").unwrap();
     let g1 = bounded("acquire", m.acquire()).await.unwrap();
-    let g2 = bounded("re-enter", m.acquire()).await.unwrap();
+    let g2 = g1.reenter().unwrap();
     assert_eq!(g1.node_path(), g2.node_path());
     assert_eq!(g2.hold_count(), 2);
     assert!(m.is_acquired());
@@ -52,6 +54,60 @@ async fn mutex_is_reentrant_per_handle_and_exclusive_across_handles() {
         .await
         .unwrap()
         .is_some());
+}
+
+/// Tasks that share one handle (`Arc<Mutex>`) never hold the lock at once: a second acquire
+/// through a handle that holds queues its own node like any other contender (rule M1). A
+/// `try_acquire` through the holding handle finds the lock taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_a_mutex_handle_never_hold_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let s = server();
+    let c = client(&s).await;
+    let m = Arc::new(Mutex::new(c.clone(), "/family/shared").unwrap());
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    assert!(bounded("try", m.try_acquire()).await.unwrap().is_none());
+    drop(g);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, inside) = (m.clone(), inside.clone());
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let g = m.acquire().await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    g.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        bounded("a sharing task", t).await.unwrap();
+    }
+    // Within one task too: two futures joined on one handle take turns.
+    let (a, b) = bounded("joined", async {
+        tokio::join!(
+            async {
+                let g = m.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                g.fencing_token()
+            },
+            async {
+                let g = m.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                g.fencing_token()
+            }
+        )
+    })
+    .await;
+    assert_ne!(a, b, "two holds, one after the other");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
