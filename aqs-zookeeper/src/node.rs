@@ -37,12 +37,21 @@ pub(crate) fn validate_path(path: &str) -> Result<(), Error> {
     }
 }
 
-/// The sequence number after the last occurrence of any of `lock_names` in `node`: Curator's
-/// sort key (`fixForSorting`). `None` for a child that is not a lock node of this recipe.
-pub(crate) fn sequence_of(node: &str, lock_names: &[&str]) -> Option<u64> {
+/// The sort key of `node`: what follows the last occurrence of any of `lock_names`, as
+/// Curator's `fixForSorting` takes it, if it is a sequence. `None` for a child that is not a
+/// lock node of this recipe.
+///
+/// Curator compares these keys **as strings**, and so must we to agree on the order. ZooKeeper
+/// writes the parent's `cversion` with `%010d`, a signed 32-bit number: ten digits up to
+/// 2^31 - 1, then, once the parent has seen 2^31 creates and deletes, a `-` and up to ten
+/// digits. As strings, `-...` sorts before every `0...`, which is the order Curator uses past
+/// the wrap; a numeric parse (as this crate did) would not even see those nodes.
+pub(crate) fn sequence_of<'a>(node: &'a str, lock_names: &[&str]) -> Option<&'a str> {
     lock_names.iter().find_map(|name| {
         let i = node.rfind(name)?;
-        node[i + name.len()..].parse().ok()
+        let seq = &node[i + name.len()..];
+        let digits = seq.strip_prefix('-').unwrap_or(seq);
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(seq)
     })
 }
 
@@ -345,6 +354,46 @@ mod tests {
         zk::Client::connect(&s.addr().to_string()).await.unwrap()
     }
 
+    /// Sort keys are Curator's: the string after the last lock name, including the negative
+    /// sequences ZooKeeper writes after the parent's `cversion` wraps past 2^31.
+    #[test]
+    fn sort_keys_are_curators_strings_across_the_wrap() {
+        let rw = ["__READ__", "__WRIT__"];
+        assert_eq!(
+            sequence_of("_c_x-__READ__0000000042", &rw),
+            Some("0000000042")
+        );
+        assert_eq!(sequence_of("lease-0000000001", &["lock-"]), None);
+        assert_eq!(sequence_of("_c_x-lock-", &["lock-"]), None);
+        assert_eq!(sequence_of("_c_x-lock-12a", &["lock-"]), None);
+        assert_eq!(
+            sequence_of("_c_x-lock--000000005", &["lock-"]),
+            Some("-000000005")
+        );
+        assert_eq!(
+            sequence_of("_c_x-lock--2147483648", &["lock-"]),
+            Some("-2147483648")
+        );
+        // Java's String.compareTo order, as Curator sorts: every wrapped (negative) sequence
+        // before every positive one.
+        let mut names = vec![
+            "_c_a-lock-2147483647",
+            "_c_b-lock--2147483648",
+            "_c_c-lock-0000000007",
+            "_c_d-lock--000000001",
+        ];
+        names.sort_by_key(|n| sequence_of(n, &["lock-"]).unwrap().to_owned());
+        assert_eq!(
+            names,
+            [
+                "_c_d-lock--000000001",
+                "_c_b-lock--2147483648",
+                "_c_c-lock-0000000007",
+                "_c_a-lock-2147483647"
+            ]
+        );
+    }
+
     /// CURATOR-48: after a lost reply the node is found by prefix, but only if this session owns
     /// it (Z1, Z2); a clean-up deletes by prefix and leaves other clients' nodes alone.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -373,11 +422,6 @@ mod tests {
         .await
         .expect("the clean-up deletes the node");
         assert!(a.check_stat(&other.path).await.unwrap().is_some());
-        assert_eq!(sequence_of(&other.name, &["lock-"]), Some(1));
-        assert_eq!(
-            sequence_of("_c_x-__READ__0000000042", &["__READ__", "__WRIT__"]),
-            Some(42)
-        );
-        assert_eq!(sequence_of("lease-0000000001", &["lock-"]), None);
+        assert_eq!(sequence_of(&other.name, &["lock-"]), Some("0000000001"));
     }
 }
