@@ -17,8 +17,9 @@ pub enum Error {
     InvalidPath(String),
     /// A semaphore limit of 0: no one could ever acquire. Nothing was written.
     InvalidLimit,
-    /// A request for 0 permits, or for more than the semaphore's limit, which could never be
-    /// granted. Nothing was written.
+    /// A request for 0 permits, or for more than a fixed semaphore limit, which could never be
+    /// granted. Nothing was written. (Above a shared count, a request waits for a raise, as in
+    /// Curator.)
     InvalidPermits {
         /// The permits asked for.
         requested: u32,
@@ -34,8 +35,8 @@ pub enum Error {
         /// The value of the shared count node.
         shared: u32,
     },
-    /// The shared count node is missing or does not hold a positive 4-byte big-endian integer
-    /// (Curator's `SharedCount` encoding).
+    /// The shared count node is missing or does not hold a 4-byte big-endian integer
+    /// (Curator's `SharedCount` encoding). A count of 0 or less is valid: it admits no one.
     InvalidSharedCount {
         /// The count node's path.
         path: String,

@@ -12,6 +12,9 @@
 //!   deadlock each other holding halves.
 //! - **S4** The limit is checked before anything is written, and again on every look while
 //!   waiting (a shared limit may change; a raise wakes the gate holder, CURATOR-75).
+//! - **S5** A shared count of 0 or less admits no one, and a request above the shared count
+//!   waits, before and during its wait, until the count is raised: Curator's meaning, which
+//!   operators use to drain a semaphore. Only a fixed limit refuses such a request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,7 +107,9 @@ impl Semaphore {
 
     /// A semaphore at `path` whose limit is the value of the Curator `SharedCount` node at
     /// `count_path` (a 4-byte big-endian integer), read on every look at the leases. Raising
-    /// the count wakes a waiting acquirer at once.
+    /// the count wakes a waiting acquirer at once. As in Curator, a count of 0 or less admits
+    /// no one (a way to drain the semaphore), and a request above the count waits for a raise
+    /// instead of failing.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] if either path is invalid. A missing or malformed count node is
@@ -149,7 +154,8 @@ impl Semaphore {
         &self.path
     }
 
-    /// The limit now: the constructor's, or the shared count's current value.
+    /// The limit now: the constructor's, or the shared count's current value (0 for a count of
+    /// 0 or less).
     ///
     /// # Errors
     /// [`Error::InvalidSharedCount`], [`Error::LimitMismatch`], or a session error, when the
@@ -178,7 +184,7 @@ impl Semaphore {
     /// Waits for `n` permits, granted together (never a part of them).
     ///
     /// # Errors
-    /// [`Error::InvalidPermits`] if `n` is 0 or above the limit, before anything is written;
+    /// [`Error::InvalidPermits`] if `n` is 0 or above a fixed limit, before anything is written;
     /// otherwise as [`acquire`](Self::acquire).
     ///
     /// # Cancel safety
@@ -292,12 +298,9 @@ impl Semaphore {
             }
             Err(e) => return Err(e),
         };
+        // S5: a count of 0 or less admits no one, as in Curator: waiters wait for a raise.
         let shared = match <[u8; 4]>::try_from(data.as_slice()) {
-            Ok(b) if i32::from_be_bytes(b) > 0 => i32::from_be_bytes(b) as u32,
-            Ok(b) => {
-                let v = i32::from_be_bytes(b);
-                return Err(bad_count(count, format!("{v} is not a positive limit")));
-            }
+            Ok(b) => i32::from_be_bytes(b).max(0) as u32,
             Err(_) => {
                 let len = data.len();
                 return Err(bad_count(
@@ -330,7 +333,9 @@ impl Semaphore {
         // Before the first request, so that its heartbeat bounds the grant's session (H1).
         let health = Health::of(&self.client);
         let (limit, _) = self.read_limit(false).await?;
-        if n == 0 || n > limit {
+        // S5: only a fixed limit makes a request impossible; a shared one may be raised.
+        let fixed = !matches!(self.limit, Limit::Shared(_));
+        if n == 0 || (fixed && n > limit) {
             return Err(Error::InvalidPermits {
                 requested: n,
                 limit,
@@ -364,12 +369,7 @@ impl Semaphore {
                 return Err(node::own_node_gone(c, &gone.path)); // as queue rule Q3
             }
             let (limit, count_watch) = self.read_limit(true).await?;
-            if n > limit {
-                return Err(Error::InvalidPermits {
-                    requested: n,
-                    limit,
-                });
-            }
+            // S5: below `n` (even 0 or less) the waiter waits for a raise, as Curator's does.
             if children.len() <= limit as usize {
                 break;
             }

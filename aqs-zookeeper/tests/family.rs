@@ -428,3 +428,54 @@ async fn a_timeout_of_duration_max_waits_without_a_deadline() {
         .expect("free");
     drop(g);
 }
+
+/// Curator's meaning of a shared count: 0 or less admits no one (operators drain a semaphore
+/// that way), and a request above the count, before or during its wait, waits for a raise
+/// instead of failing. Raising the count admits the waiters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_count_of_zero_or_less_drains_and_a_request_above_it_waits() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    ca.create(
+        "/drain",
+        b"",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    set_count(&ca, "/drain/count", 0).await;
+    let sem = Semaphore::with_shared_limit(ca.clone(), "/drain/sem", "/drain/count").unwrap();
+    assert_eq!(bounded("limit", sem.limit()).await.unwrap(), 0);
+    let mut waiter = tokio::spawn(async move { sem.acquire().await.map(|p| p.permits()) });
+    wait_children(&cb, "/drain/sem/leases", 1).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "granted at count 0"
+    );
+    set_count(&cb, "/drain/count", -3).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "granted at count -3"
+    );
+    set_count(&cb, "/drain/count", 1).await;
+    let got = bounded("the waiter after the raise", waiter).await.unwrap();
+    assert_eq!(got.unwrap(), 1);
+    // A request for more than the count waits, and lowering the count during its wait keeps it
+    // waiting rather than failing it; a raise admits it.
+    wait_children(&cb, "/drain/sem/leases", 0).await;
+    let many = Semaphore::with_shared_limit(cb.clone(), "/drain/sem", "/drain/count").unwrap();
+    let mut waiter = tokio::spawn(async move { many.acquire_many(2).await.map(|p| p.permits()) });
+    wait_children(&ca, "/drain/sem/leases", 2).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "2 granted at count 1"
+    );
+    set_count(&ca, "/drain/count", 0).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "2 granted at count 0"
+    );
+    set_count(&ca, "/drain/count", 2).await;
+    let got = bounded("the waiter after the raise", waiter).await.unwrap();
+    assert_eq!(got.unwrap(), 2);
+}
