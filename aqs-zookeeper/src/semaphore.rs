@@ -424,6 +424,12 @@ pub struct Permit {
 impl Permit {
     /// The zxid that created this permit's last lease node. Leases are created under the gate,
     /// so later grants have larger tokens.
+    ///
+    /// With a limit above 1 this orders grants but cannot fence: holders overlap by design, so
+    /// a resource that refused tokens lower than the largest it has seen would refuse
+    /// legitimate concurrent holders. Use it to identify a grant, or keep one slot per permit
+    /// (a resource that remembers the last token per slot); to fence one writer, use a
+    /// [`Mutex`](crate::Mutex) or a semaphore of one.
     pub fn fencing_token(&self) -> i64 {
         self.lease.fencing_token()
     }
