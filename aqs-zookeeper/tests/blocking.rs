@@ -223,3 +223,15 @@ fn threads_sharing_a_blocking_mutex_never_hold_at_once() {
         t.join().unwrap();
     }
 }
+
+/// Dropping the last `Session` inside async code does not panic (Tokio forbids dropping a
+/// runtime there; the session shuts its own down in the background).
+#[test]
+fn dropping_the_last_session_inside_async_code_is_safe() {
+    let (_s, a, b) = setup();
+    drop(b);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async move {
+        drop(a);
+    });
+}
