@@ -4,8 +4,10 @@
 //! - **G1** Parts are acquired in path order, whatever order the caller gave, so two
 //!   multi-locks over overlapping sets in any process (of this crate) never wait for each other
 //!   in a cycle. Curator acquires in the caller's order; mixing both on one set can deadlock.
-//! - **G2** If any part fails or times out, every part taken so far is released before the
-//!   call returns its result, and parts not yet reached were never touched.
+//! - **G2** If any part fails or times out, every part taken so far is released, and the
+//!   server has confirmed it, before the call returns its result; parts not yet reached were
+//!   never touched. Only a cancelled call (or one cut by its deadline bound, `node::within`)
+//!   leaves the releases to the background, as dropping a guard does.
 
 use std::time::Duration;
 
@@ -120,8 +122,8 @@ impl PartGuard {
 ///
 /// The locks are acquired in path order whatever order they were given in, so multi-locks
 /// over overlapping sets cannot deadlock each other; if any lock cannot be taken (error or
-/// time-out), those already taken are released before the call returns. One [`MultiGuard`]
-/// releases them all.
+/// time-out), those already taken are released, and the server has confirmed it, before the
+/// call returns. One [`MultiGuard`] releases them all.
 ///
 /// # Examples
 /// ```no_run
@@ -238,11 +240,17 @@ impl MultiLock {
             guards: Vec::with_capacity(self.parts.len()),
         };
         for part in &self.parts {
-            // G2: on `None` or `Err`, `taken` drops here and releases in reverse order.
-            match part.acquire_until(deadline).await? {
-                Some(g) => taken.guards.push(g),
-                None => return Ok(None),
-            }
+            // G2: on `None` or `Err`, release what was taken and wait for the server.
+            let failed = match part.acquire_until(deadline).await {
+                Ok(Some(g)) => {
+                    taken.guards.push(g);
+                    continue;
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            let _ = taken.release().await; // the acquire's own result matters more
+            return failed;
         }
         Ok(Some(taken))
     }
