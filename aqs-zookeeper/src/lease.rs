@@ -1,8 +1,9 @@
 //! A held set of nodes: what every guard and permit stands on.
 //!
 //! Invariants:
-//! - **L1** A lease's nodes are deleted exactly once the lease ends: by [`Lease::release`], or by
-//!   a guaranteed delete spawned on the runtime that granted it when the lease is dropped. The
+//! - **L1** A lease's nodes are deleted exactly once the lease ends: by [`Lease::release`], or,
+//!   when the lease is dropped, by deletes sent at once (the client sends a request when it is
+//!   called, whatever runtime is current) whose retries run on the runtime that granted it. The
 //!   delete is retried across connection losses until the server confirms it or the session
 //!   ends, which deletes the nodes too.
 //! - **L2** The loss flag only ever goes from "held" to "lost" (health rule H3 in
@@ -191,9 +192,12 @@ impl Drop for Lease {
         }
         let client = self.client.clone();
         let nodes = std::mem::take(&mut self.nodes);
+        // L1: the client sends a request when it is called, so the deletes leave now, even if
+        // the runtime that granted the lease is gone; only the retries need a task.
+        let first: Vec<_> = nodes.iter().map(|n| client.delete(&n.path, None)).collect();
         self.rt.spawn(async move {
-            for n in &nodes {
-                node::guaranteed_delete(&client, &n.path).await;
+            for (n, first) in nodes.iter().zip(first) {
+                node::guaranteed_delete_after(&client, &n.path, first).await;
             }
         });
     }

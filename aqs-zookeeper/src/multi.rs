@@ -179,7 +179,7 @@ impl MultiLock {
     ///
     /// # Cancel safety
     /// Dropping the future releases the locks taken so far and deletes the node of the one
-    /// being waited for, from tasks spawned on the current Tokio runtime.
+    /// being waited for, from tasks spawned on the Tokio runtime the acquire started on.
     pub async fn acquire(&self) -> Result<MultiGuard, Error> {
         Ok(self.acquire_until_inner(None).await?.expect("no deadline"))
     }

@@ -101,7 +101,7 @@ impl Mutex {
     ///
     /// # Cancel safety
     /// Dropping the future deletes this attempt's node (found by its protected name if the
-    /// create's reply was lost), from a task spawned on the current Tokio runtime.
+    /// create's reply was lost), from a task spawned on the Tokio runtime the acquire started on.
     pub async fn acquire(&self) -> Result<MutexGuard, Error> {
         Ok(self.acquire_until_inner(None).await?.expect("no deadline"))
     }

@@ -142,6 +142,22 @@ async fn find_protected(
     Ok(None)
 }
 
+/// [`guaranteed_delete`] whose first attempt, `first`, was already sent.
+pub(crate) async fn guaranteed_delete_after(
+    client: &zk::Client,
+    path: &str,
+    first: impl Future<Output = Result<(), zk::Error>>,
+) {
+    match first.await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(e) if terminated(&e) => {}
+        Err(_) => {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            guaranteed_delete(client, path).await
+        }
+    }
+}
+
 /// Deletes `path` until the server confirms it is gone or the session that owns it ended,
 /// retrying across connection losses (Curator's `guaranteed()` delete).
 pub(crate) async fn guaranteed_delete(client: &zk::Client, path: &str) {
@@ -173,11 +189,14 @@ pub(crate) async fn delete_protected(client: &zk::Client, parent: &str, prefix: 
 }
 
 /// The protected names an acquire has created or may have created. Unless disarmed, dropping it
-/// deletes them from a task on the current runtime: the acquire's clean-up for cancellation,
-/// time-outs and errors.
+/// deletes them from a task on the runtime it was created on: the acquire's clean-up for
+/// cancellation, time-outs and errors.
 pub(crate) struct Cleanup {
     client: zk::Client,
     armed: Vec<(String, String)>,
+    /// The runtime of the acquire, captured at creation: the clean-up runs there even if the
+    /// future is dropped outside any runtime.
+    rt: Option<tokio::runtime::Handle>,
 }
 
 impl Cleanup {
@@ -185,6 +204,7 @@ impl Cleanup {
         Cleanup {
             client: client.clone(),
             armed: Vec::new(),
+            rt: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -208,7 +228,11 @@ impl Drop for Cleanup {
         }
         let armed = std::mem::take(&mut self.armed);
         let client = self.client.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        if let Some(rt) = self
+            .rt
+            .take()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        {
             rt.spawn(async move {
                 for (parent, prefix) in armed.iter().rev() {
                     delete_protected(&client, parent, prefix).await;
@@ -231,15 +255,13 @@ pub(crate) fn own_node_gone(client: &zk::Client, path: &str) -> Error {
     }
 }
 
-/// Whether `e` means the client or its session is gone for good.
+/// Whether `e` means the client or its session is gone for good: the session's own ends, and
+/// every error the crate reports as [`Error::Closed`] or [`Error::SessionLost`] (a client whose
+/// connection task is gone answers each request with an `UnexpectedError`), so that a
+/// guaranteed delete does not retry forever on a closed client.
 pub(crate) fn terminated(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::NoHosts
-            | zk::Error::SessionExpired
-            | zk::Error::AuthFailed
-            | zk::Error::ClientClosed
-    )
+    matches!(e, zk::Error::NoHosts)
+        || matches!(Error::from(e.clone()), Error::Closed | Error::SessionLost)
 }
 
 fn connected(s: zk::SessionState) -> bool {
@@ -352,6 +374,25 @@ mod tests {
 
     async fn client(s: &TestServer) -> zk::Client {
         zk::Client::connect(&s.addr().to_string()).await.unwrap()
+    }
+
+    /// A guaranteed delete ends when the client is closed (its connection task gone with its
+    /// runtime) instead of retrying every 100 ms forever.
+    #[test]
+    fn a_guaranteed_delete_ends_on_a_closed_client() {
+        let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+        let first = tokio::runtime::Runtime::new().unwrap();
+        let c = first.block_on(client(&s));
+        drop(first); // the client's connection task ends with its runtime
+        let second = tokio::runtime::Runtime::new().unwrap();
+        second.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), guaranteed_delete(&c, "/p/x"))
+                .await
+                .expect("the delete gives up on a closed client");
+            tokio::time::timeout(Duration::from_secs(20), delete_protected(&c, "/p", "_c_x-"))
+                .await
+                .expect("the clean-up gives up on a closed client");
+        });
     }
 
     /// Sort keys are Curator's: the string after the last lock name, including the negative

@@ -193,7 +193,7 @@ macro_rules! half {
             ///
             /// # Cancel safety
             /// Dropping the future deletes this attempt's node (found by its protected name if
-            /// the create's reply was lost), from a task spawned on the current Tokio runtime.
+            /// the create's reply was lost), from a task spawned on the Tokio runtime the acquire started on.
             pub async fn acquire(self) -> Result<$guard, Error> {
                 Ok(self.lock.$until(None).await?.expect("no deadline"))
             }

@@ -235,3 +235,38 @@ fn dropping_the_last_session_inside_async_code_is_safe() {
         drop(a);
     });
 }
+
+/// A guard dropped after the runtime that granted it is gone, on a thread with no runtime,
+/// still deletes its node: the delete is sent when the guard drops, through the client, whose
+/// own connection runs on another runtime.
+#[test]
+fn a_guard_dropped_after_its_runtime_is_gone_still_deletes_its_node() {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let home = tokio::runtime::Runtime::new().unwrap();
+    let (c, watcher) = home.block_on(async {
+        let addr = s.addr().to_string();
+        (
+            aqs_zookeeper::zookeeper_client::Client::connect(&addr)
+                .await
+                .unwrap(),
+            aqs_zookeeper::zookeeper_client::Client::connect(&addr)
+                .await
+                .unwrap(),
+        )
+    });
+    let m = aqs_zookeeper::Mutex::new(c, "/blocking/orphan").unwrap();
+    let granting = tokio::runtime::Runtime::new().unwrap();
+    let g = granting.block_on(m.acquire()).unwrap();
+    let path = g.node_path().to_owned();
+    drop(granting);
+    drop(g); // no runtime here, and the granting one is gone
+    home.block_on(async {
+        tokio::time::timeout(BOUND, async {
+            while watcher.check_stat(&path).await.unwrap().is_some() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the node is deleted");
+    });
+}
