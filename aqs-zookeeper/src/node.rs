@@ -8,6 +8,10 @@
 //! - **Z2** Every create uses a fresh protected prefix `_c_<uuid v4>-`, so a create whose reply
 //!   was lost is found again by prefix (CURATOR-48) and a cancelled attempt can be deleted even
 //!   if its reply never arrived (CURATOR-79).
+//! - **Z4** Before looking for protected nodes by prefix (after a lost reply, or to clean up) a
+//!   client `sync`s the parent, so that a server it reconnected to has applied what the leader
+//!   committed; and a create recovered after a lost reply deletes any other node of its prefix
+//!   afterwards, in case the lost create landed late. Neither runs on the hot path.
 //! - **Z3** Requests that fail with a connection loss are retried only while the session can
 //!   still be alive: once the connection has been down for a whole session timeout, the server
 //!   has expired the session or will as soon as it runs, and the operation fails with
@@ -92,25 +96,52 @@ pub(crate) async fn create_protected(
 ) -> Result<OwnNode, Error> {
     let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let path = format!("{parent}/{prefix}{base}");
-    loop {
+    let mut recovered = false;
+    let own = loop {
         match client.create(&path, b"127.0.0.1", &opts).await {
             Ok((stat, seq)) => {
                 let path = format!("{path}{seq}");
                 let name = path[parent.len() + 1..].to_owned();
-                return Ok(OwnNode {
+                break OwnNode {
                     path,
                     name,
                     czxid: stat.czxid,
-                });
+                };
             }
             Err(zk::Error::NoNode) => ensure_containers(client, parent).await?,
             Err(e) if connection_failed(&e) => {
+                recovered = true;
                 reconnected_after(client, &e).await?;
                 if let Some(node) = find_protected(client, parent, prefix).await? {
-                    return Ok(node);
+                    break node;
                 }
             }
             Err(e) => return Err(e.into()),
+        }
+    };
+    if recovered {
+        // Z4: a create whose reply was lost may still land after we looked and created again;
+        // the orphan would block the queue (or eat a permit) for the session's life.
+        let (c, parent, prefix, keep) = (
+            client.clone(),
+            parent.to_owned(),
+            prefix.to_owned(),
+            own.name.clone(),
+        );
+        tokio::spawn(async move { delete_duplicates(&c, &parent, &prefix, &keep).await });
+    }
+    Ok(own)
+}
+
+/// Deletes every child of `parent` with `prefix` except `keep`, after a `sync` (Z4).
+async fn delete_duplicates(client: &zk::Client, parent: &str, prefix: &str, keep: &str) {
+    let _ = retry(client, || client.sync(parent)).await;
+    if let Ok(children) = retry(client, || client.list_children(parent)).await {
+        for name in children
+            .into_iter()
+            .filter(|c| c.starts_with(prefix) && c != keep)
+        {
+            guaranteed_delete(client, &format!("{parent}/{name}")).await;
         }
     }
 }
@@ -121,6 +152,11 @@ async fn find_protected(
     parent: &str,
     prefix: &str,
 ) -> Result<Option<OwnNode>, Error> {
+    // Z4: after a reconnect to another server, see at least what the leader had committed.
+    match retry(client, || client.sync(parent)).await {
+        Ok(()) | Err(Error::Zk(zk::Error::NoNode)) => {}
+        Err(e) => return Err(e),
+    }
     let children = match retry(client, || client.list_children(parent)).await {
         Ok(c) => c,
         Err(Error::Zk(zk::Error::NoNode)) => return Ok(None),
@@ -173,6 +209,8 @@ pub(crate) async fn guaranteed_delete(client: &zk::Client, path: &str) {
 /// Deletes every node under `parent` whose name starts with `prefix`: the clean-up of an acquire
 /// that was cancelled, timed out or failed, including one whose create reply never arrived (Z2).
 pub(crate) async fn delete_protected(client: &zk::Client, parent: &str, prefix: &str) {
+    // Z4: a lagging server might not list a node the leader already has.
+    let _ = retry(client, || client.sync(parent)).await;
     loop {
         match client.list_children(parent).await {
             Ok(children) => {
@@ -374,6 +412,27 @@ mod tests {
 
     async fn client(s: &TestServer) -> zk::Client {
         zk::Client::connect(&s.addr().to_string()).await.unwrap()
+    }
+
+    /// Z4: a second node of one prefix (a lost create that landed late) is deleted, the kept
+    /// one and other prefixes are not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn duplicates_of_a_recovered_create_are_deleted() {
+        let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+        let a = client(&s).await;
+        let keep = create_protected(&a, "/d", "_c_same-", "lock-")
+            .await
+            .unwrap();
+        let late = create_protected(&a, "/d", "_c_same-", "lock-")
+            .await
+            .unwrap();
+        let other = create_protected(&a, "/d", "_c_other-", "lock-")
+            .await
+            .unwrap();
+        delete_duplicates(&a, "/d", "_c_same-", &keep.name).await;
+        assert!(a.check_stat(&keep.path).await.unwrap().is_some());
+        assert!(a.check_stat(&late.path).await.unwrap().is_none());
+        assert!(a.check_stat(&other.path).await.unwrap().is_some());
     }
 
     /// A guaranteed delete ends when the client is closed (its connection task gone with its
