@@ -36,10 +36,35 @@ use crate::{Error, MultiGuard, MutexGuard, Permit, ReadGuard, SemaphoreMutexGuar
 ///
 /// Drop guards before their session: a guard that outlives it can no longer delete its nodes,
 /// which then go only when the server expires the session.
+///
+/// Dropping the last clone is safe anywhere, inside async code too: there the session's
+/// runtime is shut down in the background rather than waited for.
 #[derive(Debug, Clone)]
 pub struct Session {
-    rt: Arc<Runtime>,
+    rt: Arc<OwnedRuntime>,
     client: zk::Client,
+}
+
+/// The session's runtime. Dropping a Tokio runtime blocks until its tasks stop, which Tokio
+/// forbids (with a panic) inside async code; when the last `Session` goes there, the runtime
+/// is shut down in the background instead.
+#[derive(Debug)]
+struct OwnedRuntime(Option<Runtime>);
+
+impl OwnedRuntime {
+    fn get(&self) -> &Runtime {
+        self.0.as_ref().expect("taken only on drop")
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                rt.shutdown_background();
+            }
+        }
+    }
 }
 
 impl Session {
@@ -80,7 +105,7 @@ impl Session {
         }
         let client = rt.block_on(connector.connect(hosts))?;
         Ok(Session {
-            rt: Arc::new(rt),
+            rt: Arc::new(OwnedRuntime(Some(rt))),
             client,
         })
     }
@@ -96,7 +121,7 @@ impl Session {
     /// # Panics
     /// If called from inside a Tokio runtime.
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        self.rt.get().block_on(f)
     }
 }
 
@@ -272,7 +297,8 @@ impl Semaphore {
     }
 }
 
-/// Blocking [`crate::Mutex`], reentrant per handle.
+/// Blocking [`crate::Mutex`]: threads that share a handle take turns; re-entry is
+/// [`MutexGuard::reenter`].
 #[derive(Debug)]
 pub struct Mutex {
     session: Session,
@@ -387,7 +413,7 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// As [`crate::MultiLock::new`]: a reentrant mutex at each path.
+    /// As [`crate::MultiLock::new`]: a mutex at each path.
     ///
     /// # Errors
     /// As [`crate::MultiLock::new`].

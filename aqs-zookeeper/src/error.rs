@@ -17,8 +17,9 @@ pub enum Error {
     InvalidPath(String),
     /// A semaphore limit of 0: no one could ever acquire. Nothing was written.
     InvalidLimit,
-    /// A request for 0 permits, or for more than the semaphore's limit, which could never be
-    /// granted. Nothing was written.
+    /// A request for 0 permits, or for more than a fixed semaphore limit, which could never be
+    /// granted. Nothing was written. (Above a shared count, a request waits for a raise, as in
+    /// Curator.)
     InvalidPermits {
         /// The permits asked for.
         requested: u32,
@@ -34,8 +35,8 @@ pub enum Error {
         /// The value of the shared count node.
         shared: u32,
     },
-    /// The shared count node is missing or does not hold a positive 4-byte big-endian integer
-    /// (Curator's `SharedCount` encoding).
+    /// The shared count node is missing or does not hold a 4-byte big-endian integer
+    /// (Curator's `SharedCount` encoding). A count of 0 or less is valid: it admits no one.
     InvalidSharedCount {
         /// The count node's path.
         path: String,
@@ -44,13 +45,23 @@ pub enum Error {
     },
     /// A multi-lock names the same lock twice; it would wait for itself.
     DuplicateLock(String),
-    /// A write lock asked for through a handle that holds the read lock: it would queue behind
-    /// its own read node and wait forever, as Curator's does. Release the read guard first.
+    /// One half of a read-write lock asked for through a handle with a live guard of the other
+    /// half: it would queue behind that guard's node, forever if the caller holds it (a write
+    /// under one's own read waits forever in Curator). Release the other guard first, use
+    /// `WriteGuard::downgrade` for a read under one's own write, or give each task its own
+    /// handle.
     WouldDeadlock,
     /// The session ended (expired, or the connection stayed down for a whole session timeout, by
     /// which time the server has expired it or will as soon as it runs) while the operation was
     /// under way. Nothing was granted; the client's ephemeral nodes are gone or going.
     SessionLost,
+    /// The waiter's own node was deleted by someone else (an operator, another client) while its
+    /// session was alive, so it left the queue. Nothing was granted; its other nodes of the
+    /// attempt are deleted. Retrying queues again at the back.
+    NodeDeleted {
+        /// The full path of the node that vanished.
+        path: String,
+    },
     /// The client is closed: its connection task has ended, for example because the runtime
     /// it was connected on shut down.
     Closed,
@@ -76,9 +87,12 @@ impl fmt::Display for Error {
             }
             Error::DuplicateLock(p) => write!(f, "the multi-lock names {p:?} twice"),
             Error::WouldDeadlock => f.write_str(
-                "write lock requested through a handle that holds the read lock (no upgrades)",
+                "one half of a read-write lock requested through a handle holding the other half",
             ),
             Error::SessionLost => f.write_str("the ZooKeeper session ended during the operation"),
+            Error::NodeDeleted { path } => {
+                write!(f, "the waiter's node {path:?} was deleted by someone else")
+            }
             Error::Closed => f.write_str("the ZooKeeper client is closed"),
             Error::Zk(e) => write!(f, "ZooKeeper: {e}"),
         }

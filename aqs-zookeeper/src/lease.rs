@@ -1,44 +1,121 @@
 //! A held set of nodes: what every guard and permit stands on.
 //!
 //! Invariants:
-//! - **L1** A lease's nodes are deleted exactly once the lease ends: by [`Lease::release`], or by
-//!   a guaranteed delete spawned on the runtime that granted it when the lease is dropped. The
+//! - **L1** A lease's nodes are deleted exactly once the lease ends: by [`Lease::release`], or,
+//!   when the lease is dropped, by deletes sent at once (the client sends a request when it is
+//!   called, whatever runtime is current) whose retries run on the runtime that granted it. The
 //!   delete is retried across connection losses until the server confirms it or the session
 //!   ends, which deletes the nodes too.
-//! - **L2** The loss flag only ever goes from "held" to "lost", and it goes there as soon as the
-//!   client knows its session ended, or once the connection has been down for a whole session
-//!   timeout (by then the server may have expired the session and granted the nodes' place to
-//!   someone else). Watching session state costs no request, so holding adds nothing to the
-//!   recipes' request counts.
+//! - **L2** The loss flag only ever goes from "held" to "lost" (health rule H3 in
+//!   `health.rs`), and it goes there before the earliest instant the server could expire the
+//!   session (H2): the session's own heartbeat bounds when the server last heard from it. A
+//!   lease born while its session was already in that state is born lost.
+//! - **L3** Once lost, the lease deletes its nodes on a best-effort basis (if the session comes
+//!   back they would otherwise hold a place nobody uses). Suspension alone deletes nothing: a
+//!   reconnect within the session leaves the hold standing.
+//! - **L4** A lease keeps its session's health task running; the task costs one request per
+//!   `T/8` per session, never per lock, and none while the session holds and waits for nothing.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::health::{Health, Status};
 use crate::node::{self, OwnNode};
 use crate::Error;
+
+/// A grant's view of its session's health: lost since it was born (L2), and suspended now.
+#[derive(Debug, Clone)]
+pub(crate) struct Loss {
+    status: watch::Receiver<Status>,
+    born: u64,
+    born_lost: bool,
+}
+
+impl Loss {
+    fn new(health: &Health) -> Loss {
+        let status = health.subscribe();
+        let s = *status.borrow();
+        Loss {
+            born: s.losses,
+            born_lost: s.is_lost_now(),
+            status,
+        }
+    }
+
+    /// Whether the session's task is gone (H5): then the grant counts as lost.
+    fn task_gone(&self) -> bool {
+        self.status.has_changed().is_err()
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        let s = *self.status.borrow();
+        self.born_lost || s.losses > self.born || s.is_lost_now() || self.task_gone()
+    }
+
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.status.borrow().is_suspended_now() || self.task_gone()
+    }
+
+    /// Completes when `pred` holds, re-checked at every status change and at the instants the
+    /// status names (so a late task delays nothing).
+    async fn until(&self, pred: impl Fn(&Loss) -> bool) {
+        let mut rx = self.status.clone();
+        loop {
+            if pred(self) {
+                return;
+            }
+            let s = *rx.borrow_and_update();
+            let now = std::time::Instant::now();
+            let next = [s.lost_at, s.suspend_at]
+                .into_iter()
+                .filter(|at| *at > now)
+                .min();
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                _ = async {
+                    match next {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+        }
+    }
+
+    pub(crate) async fn lost(&self) {
+        self.until(Loss::is_lost).await
+    }
+
+    pub(crate) async fn suspended(&self) {
+        self.until(|l| l.is_suspended() || l.is_lost()).await
+    }
+}
 
 /// Nodes held by one grant, watched for loss (L2) and deleted when it ends (L1).
 #[derive(Debug)]
 pub(crate) struct Lease {
     client: zk::Client,
     nodes: Vec<OwnNode>,
-    lost: watch::Receiver<bool>,
+    loss: Loss,
+    _health: Arc<Health>,
     monitor: tokio::task::JoinHandle<()>,
     rt: tokio::runtime::Handle,
 }
 
 impl Lease {
-    /// Starts holding `nodes` (at least one). Must run inside a Tokio runtime.
-    pub(crate) fn new(client: &zk::Client, nodes: Vec<OwnNode>) -> Lease {
+    /// Starts holding `nodes` (at least one), watched by `health`, which the acquire took
+    /// before its first request (H1). Must run inside a Tokio runtime.
+    pub(crate) fn new(client: &zk::Client, health: Arc<Health>, nodes: Vec<OwnNode>) -> Lease {
         debug_assert!(!nodes.is_empty());
-        let (tx, lost) = watch::channel(false);
-        let monitor = tokio::spawn(monitor(client.clone(), tx));
+        let loss = Loss::new(&health);
+        let monitor = tokio::spawn(monitor(client.clone(), loss.clone(), nodes.clone()));
         Lease {
             client: client.clone(),
             nodes,
-            lost,
+            loss,
+            _health: health,
             monitor,
             rt: tokio::runtime::Handle::current(),
         }
@@ -55,12 +132,19 @@ impl Lease {
     }
 
     pub(crate) fn is_lost(&self) -> bool {
-        *self.lost.borrow()
+        self.loss.is_lost()
     }
 
     pub(crate) async fn lost(&self) {
-        let mut rx = self.lost.clone();
-        let _ = rx.wait_for(|lost| *lost).await;
+        self.loss.lost().await
+    }
+
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.loss.is_suspended()
+    }
+
+    pub(crate) async fn suspended(&self) {
+        self.loss.suspended().await
     }
 
     /// The path of the lease's first node.
@@ -91,27 +175,13 @@ impl Lease {
     }
 }
 
-/// Sets the loss flag when the session ends or stays disconnected for a session timeout (L2).
-async fn monitor(client: zk::Client, lost: watch::Sender<bool>) {
-    let mut states = client.state_watcher();
-    let timeout: Duration = client.session_timeout();
-    loop {
-        let s = states.state();
-        if s.is_terminated() {
-            break;
-        }
-        if s == zk::SessionState::Disconnected {
-            if tokio::time::timeout(timeout, states.changed())
-                .await
-                .is_err()
-            {
-                break;
-            }
-        } else {
-            states.changed().await;
-        }
+/// Deletes the nodes once the lease is lost (L3): the holder has been told to stop, and the
+/// nodes would only keep the place taken if the session came back.
+async fn monitor(client: zk::Client, loss: Loss, nodes: Vec<OwnNode>) {
+    loss.lost().await;
+    for n in &nodes {
+        node::guaranteed_delete(&client, &n.path).await;
     }
-    let _ = lost.send(true);
 }
 
 impl Drop for Lease {
@@ -122,10 +192,36 @@ impl Drop for Lease {
         }
         let client = self.client.clone();
         let nodes = std::mem::take(&mut self.nodes);
+        // L1: the client sends a request when it is called, so the deletes leave now, even if
+        // the runtime that granted the lease is gone; only the retries need a task.
+        let first: Vec<_> = nodes.iter().map(|n| client.delete(&n.path, None)).collect();
         self.rt.spawn(async move {
-            for n in &nodes {
-                node::guaranteed_delete(&client, &n.path).await;
+            for (n, first) in nodes.iter().zip(first) {
+                node::guaranteed_delete_after(&client, &n.path, first).await;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::TestServer;
+    use std::time::Duration;
+
+    /// If the session's health task dies, every grant reports lost both ways: `is_lost()` and
+    /// `lost()` agree (H5), and suspension says so too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dead_health_task_means_lost_both_ways() {
+        let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+        let c = zk::Client::connect(&s.addr().to_string()).await.unwrap();
+        let health = Health::of(&c);
+        let loss = Loss::new(&health);
+        assert!(!loss.is_lost() && !loss.is_suspended());
+        health.abort_task_for_test();
+        tokio::time::timeout(Duration::from_secs(20), loss.lost())
+            .await
+            .expect("lost() completes");
+        assert!(loss.is_lost() && loss.is_suspended());
     }
 }

@@ -4,7 +4,7 @@
 //! | Curator 5 | `aqs_zookeeper` | layout under `PATH` |
 //! |---|---|---|
 //! | `InterProcessSemaphoreV2` | [`Semaphore`] | `locks/_c_<uuid>-lock-<seq>`, `leases/_c_<uuid>-lease-<seq>` |
-//! | `InterProcessMutex` | [`Mutex`] (reentrant per handle) | `_c_<uuid>-lock-<seq>` |
+//! | `InterProcessMutex` | [`Mutex`] (reentrant through [`MutexGuard::reenter`]) | `_c_<uuid>-lock-<seq>` |
 //! | `InterProcessSemaphoreMutex` | [`SemaphoreMutex`] | as `Semaphore` with limit 1 |
 //! | `InterProcessReadWriteLock` | [`RwLock`] | `_c_<uuid>-__READ__<seq>`, `_c_<uuid>-__WRIT__<seq>` |
 //! | `InterProcessMultiLock` | [`MultiLock`] | the parts' own nodes |
@@ -15,9 +15,12 @@
 //!   or the session ends (Curator's guaranteed delete);
 //! - has a [`fencing_token`](MutexGuard::fencing_token), the zxid that created its node, which
 //!   grows with every later grant;
-//! - reports loss through `is_lost()` and `lost()` when its session ends or the connection has
-//!   been down for a whole session timeout.
+//! - reports loss through `is_lost()` and `lost()` before the earliest instant the server
+//!   could expire its session (a per-session heartbeat bounds when the server last heard from
+//!   the client), and doubt through `is_suspended()` and `suspended()` while the connection is
+//!   down and the hold may still stand.
 //!
+//! A timed acquire returns within its deadline plus 500 ms whatever the connection does.
 //! A waiter whose session ends gets [`Error::SessionLost`] instead of waiting forever, and no
 //! grant is ever made through a node of an ended session (Curator's CURATOR-604). Sessions,
 //! loss and fencing are explained in the design notes, `docs/zookeeper.md`.
@@ -42,6 +45,7 @@
 
 pub mod blocking;
 mod error;
+mod health;
 mod lease;
 mod multi;
 mod mutex;

@@ -4,8 +4,10 @@
 //! - **G1** Parts are acquired in path order, whatever order the caller gave, so two
 //!   multi-locks over overlapping sets in any process (of this crate) never wait for each other
 //!   in a cycle. Curator acquires in the caller's order; mixing both on one set can deadlock.
-//! - **G2** If any part fails or times out, every part taken so far is released before the
-//!   call returns its result, and parts not yet reached were never touched.
+//! - **G2** If any part fails or times out, every part taken so far is released, and the
+//!   server has confirmed it, before the call returns its result; parts not yet reached were
+//!   never touched. Only a cancelled call (or one cut by its deadline bound, `node::within`)
+//!   leaves the releases to the background, as dropping a guard does.
 
 use std::time::Duration;
 
@@ -20,7 +22,7 @@ use crate::{
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Lockable {
-    /// A reentrant [`Mutex`].
+    /// A [`Mutex`].
     Mutex(Mutex),
     /// A [`SemaphoreMutex`].
     SemaphoreMutex(SemaphoreMutex),
@@ -79,6 +81,33 @@ impl PartGuard {
         }
     }
 
+    fn is_suspended(&self) -> bool {
+        match self {
+            PartGuard::Mutex(g) => g.is_suspended(),
+            PartGuard::SemaphoreMutex(g) => g.is_suspended(),
+            PartGuard::Read(g) => g.is_suspended(),
+            PartGuard::Write(g) => g.is_suspended(),
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            PartGuard::Mutex(g) => g.lost().await,
+            PartGuard::SemaphoreMutex(g) => g.lost().await,
+            PartGuard::Read(g) => g.lost().await,
+            PartGuard::Write(g) => g.lost().await,
+        }
+    }
+
+    async fn suspended(&self) {
+        match self {
+            PartGuard::Mutex(g) => g.suspended().await,
+            PartGuard::SemaphoreMutex(g) => g.suspended().await,
+            PartGuard::Read(g) => g.suspended().await,
+            PartGuard::Write(g) => g.suspended().await,
+        }
+    }
+
     async fn release(self) -> Result<(), Error> {
         match self {
             PartGuard::Mutex(g) => g.release().await,
@@ -93,8 +122,8 @@ impl PartGuard {
 ///
 /// The locks are acquired in path order whatever order they were given in, so multi-locks
 /// over overlapping sets cannot deadlock each other; if any lock cannot be taken (error or
-/// time-out), those already taken are released before the call returns. One [`MultiGuard`]
-/// releases them all.
+/// time-out), those already taken are released, and the server has confirmed it, before the
+/// call returns. One [`MultiGuard`] releases them all.
 ///
 /// # Examples
 /// ```no_run
@@ -112,7 +141,7 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// A multi-lock over a reentrant [`Mutex`] at each of `paths`, as Curator's
+    /// A multi-lock over a [`Mutex`] at each of `paths`, as Curator's
     /// `InterProcessMultiLock(client, paths)`.
     ///
     /// # Errors
@@ -150,7 +179,7 @@ impl MultiLock {
     ///
     /// # Cancel safety
     /// Dropping the future releases the locks taken so far and deletes the node of the one
-    /// being waited for, from tasks spawned on the current Tokio runtime.
+    /// being waited for, from tasks spawned on the Tokio runtime the acquire started on.
     pub async fn acquire(&self) -> Result<MultiGuard, Error> {
         Ok(self.acquire_until_inner(None).await?.expect("no deadline"))
     }
@@ -168,6 +197,7 @@ impl MultiLock {
 
     /// Waits up to `timeout` for all of them; on time-out releases those taken and returns
     /// `Ok(None)`.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -175,7 +205,7 @@ impl MultiLock {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        self.acquire_until_inner(Some(Instant::now() + timeout))
+        self.acquire_until_inner(crate::node::deadline_after(timeout))
             .await
     }
 
@@ -199,15 +229,28 @@ impl MultiLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<MultiGuard>, Error> {
+        crate::node::within(deadline, self.acquire_until_unbounded(deadline)).await
+    }
+
+    async fn acquire_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MultiGuard>, Error> {
         let mut taken = MultiGuard {
             guards: Vec::with_capacity(self.parts.len()),
         };
         for part in &self.parts {
-            // G2: on `None` or `Err`, `taken` drops here and releases in reverse order.
-            match part.acquire_until(deadline).await? {
-                Some(g) => taken.guards.push(g),
-                None => return Ok(None),
-            }
+            // G2: on `None` or `Err`, release what was taken and wait for the server.
+            let failed = match part.acquire_until(deadline).await {
+                Ok(Some(g)) => {
+                    taken.guards.push(g);
+                    continue;
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            let _ = taken.release().await; // the acquire's own result matters more
+            return failed;
         }
         Ok(Some(taken))
     }
@@ -226,9 +269,38 @@ impl MultiGuard {
         self.guards.iter().map(PartGuard::fencing_token).collect()
     }
 
-    /// Whether any of the holds is known to be lost.
+    /// Whether any of the holds is lost, as [`MutexGuard::is_lost`] says of one: before the
+    /// server could expire a session and grant a part to someone else.
     pub fn is_lost(&self) -> bool {
         self.guards.iter().any(PartGuard::is_lost)
+    }
+
+    /// Completes when [`is_lost`](Self::is_lost) becomes true. With no parts it never does.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) {
+        first_of(self.guards.iter().map(|g| Box::pin(g.lost()) as Pinned<'_>)).await
+    }
+
+    /// Whether the connection of any part is in doubt now, as [`MutexGuard::is_suspended`]
+    /// says of one. The holds may still be valid.
+    pub fn is_suspended(&self) -> bool {
+        self.guards.iter().any(PartGuard::is_suspended)
+    }
+
+    /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+    /// becomes true. With no parts it never does.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        first_of(
+            self.guards
+                .iter()
+                .map(|g| Box::pin(g.suspended()) as Pinned<'_>),
+        )
+        .await
     }
 
     /// Releases every lock in reverse order, waiting for the server to confirm each.
@@ -245,6 +317,26 @@ impl MultiGuard {
         }
         first
     }
+}
+
+type Pinned<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
+/// Completes when the first of `futures` does; never if there are none.
+async fn first_of<'a>(futures: impl Iterator<Item = Pinned<'a>>) {
+    let mut futures: Vec<Pinned<'a>> = futures.collect();
+    std::future::poll_fn(|cx| {
+        // Poll every one, so that each registers its waker.
+        let mut done = false;
+        for f in &mut futures {
+            done |= f.as_mut().poll(cx).is_ready();
+        }
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
 
 impl Drop for MultiGuard {

@@ -1,14 +1,16 @@
 //! The sequence queue under every lock recipe: Curator's `LockInternals` wait loop.
 //!
 //! Invariants:
-//! - **Q1** Order is the server's sequence number after the lock name (Curator's sort key); the
-//!   protected prefix never affects order.
+//! - **Q1** Order is the server's sequence after the lock name compared as a string, Curator's
+//!   sort key, which also orders the negative sequences after a `cversion` wrap as Curator
+//!   does; the protected prefix never affects order.
 //! - **Q2** A waiter watches exactly one node, so a release wakes O(1) waiters: an exclusive
 //!   waiter watches its immediate predecessor, a shared waiter the first exclusive node before
 //!   it (Curator's `InterProcessReadWriteLock` read rule). When that node is deleted, the
 //!   waiter lists the children again; a stale or missing watch target only costs a re-list.
-//! - **Q3** A waiter whose own node is missing is not granted: its session ended, and the error
-//!   is [`Error::SessionLost`] (node rule Z1 in `node.rs`).
+//! - **Q3** A waiter whose own node is missing is not granted. The listing that shows it
+//!   missing came through the live session, so someone else deleted it:
+//!   [`Error::NodeDeleted`] ([`Error::SessionLost`] if the session has ended since).
 
 use tokio::time::Instant;
 use zookeeper_client as zk;
@@ -34,12 +36,12 @@ pub(crate) struct Queue<'a> {
 }
 
 impl Queue<'_> {
-    /// The recipe's children in queue order (Q1).
-    async fn sorted(&self) -> Result<Vec<(u64, String)>, Error> {
+    /// The recipe's children in queue order (Q1): Curator's, by the sequence as a string.
+    async fn sorted(&self) -> Result<Vec<(String, String)>, Error> {
         let children = node::retry(self.client, || self.client.list_children(self.parent)).await?;
-        let mut seqs: Vec<(u64, String)> = children
+        let mut seqs: Vec<(String, String)> = children
             .into_iter()
-            .filter_map(|c| node::sequence_of(&c, self.lock_names).map(|s| (s, c)))
+            .filter_map(|c| Some((node::sequence_of(&c, self.lock_names)?.to_owned(), c)))
             .collect();
         seqs.sort_unstable();
         Ok(seqs)
@@ -57,7 +59,7 @@ impl Queue<'_> {
         loop {
             let sorted = self.sorted().await?;
             let Some(pos) = sorted.iter().position(|(_, c)| *c == own.name) else {
-                return Err(Error::SessionLost); // Q3
+                return Err(node::own_node_gone(self.client, &own.path)); // Q3
             };
             let blocker = match turn {
                 Turn::Exclusive => pos.checked_sub(1).map(|i| &sorted[i].1),

@@ -1,16 +1,18 @@
-//! `RwLock`: Curator's `InterProcessReadWriteLock`, reentrant per handle.
+//! `RwLock`: Curator's `InterProcessReadWriteLock`, reentrant only through a guard.
 //!
 //! Invariants:
 //! - **W1** Readers and writers share one parent and one sequence. A writer holds when its node
 //!   is first; a reader holds when no writer node sorts before its own (queue rule Q2 in
 //!   `queue.rs` gives who each watches).
-//! - **W2** A read asked for through a handle that holds the write lock shares the write node
-//!   (it neither queues nor creates a node). Curator instead creates a read node and grants it
-//!   at once, and that node can sort after a queued writer, which is then granted while the
-//!   downgraded reader still reads. Sharing the write node keeps the downgrade exclusive until
-//!   both guards are gone.
-//! - **W3** A write asked for through a handle that holds the read lock would wait behind its
-//!   own read node forever; it fails with [`Error::WouldDeadlock`] instead.
+//! - **W2** A handle never shares a hold by itself (mutex rule M1): each acquire queues its own
+//!   node. A downgrade is explicit: [`WriteGuard::downgrade`] gives a read guard on the write
+//!   node. Curator instead creates a read node and grants it at once, and that node can sort
+//!   after a queued writer, which is then granted while the downgraded reader still reads.
+//!   Sharing the write node keeps the downgrade exclusive until both guards are gone.
+//! - **W3** An acquire of one half through a handle with a live guard of the other half would
+//!   wait behind that guard's node, forever if the same code holds it (an upgrade, or a read
+//!   under one's own write); it fails with [`Error::WouldDeadlock`] instead, whichever task
+//!   holds the other half, so a reader and a writer sharing a handle never hold at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,10 +45,13 @@ const LOCK_NAMES: [&str; 2] = [READ_NAME, WRITE_NAME];
 /// readers queued behind that writer. Java clients using `InterProcessReadWriteLock` on the
 /// same path share the queue.
 ///
-/// Both halves are reentrant per handle, as [`Mutex`](crate::Mutex) is. A read through a
-/// handle that holds the write lock is granted at once and keeps the lock exclusive until both
-/// guards are gone (a safe downgrade). A write through a handle that holds a read fails with
-/// [`Error::WouldDeadlock`]: there are no upgrades.
+/// A handle never grants twice by itself, as [`Mutex`](crate::Mutex) does not: each acquire
+/// queues its own node, and re-entry is explicit ([`ReadGuard::reenter`],
+/// [`WriteGuard::reenter`]). A downgrade is explicit too: [`WriteGuard::downgrade`] gives a
+/// read guard that keeps the lock exclusive until both guards are gone. Acquiring one half
+/// through a handle that has a live guard of the other half fails with
+/// [`Error::WouldDeadlock`] (there are no upgrades), so a reader task and a writer task that
+/// share one handle never hold at once: give them a handle each.
 ///
 /// | Curator `InterProcessReadWriteLock` | `aqs_zookeeper::RwLock` |
 /// |---|---|
@@ -108,16 +113,19 @@ impl RwLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<ReadGuard>, Error> {
-        if let Some(write) = self.write.current() {
-            // W2: downgrade by sharing the write node.
-            if write.is_lost() {
-                return Err(Error::SessionLost);
-            }
-            return Ok(Some(ReadGuard { lease: write }));
+        node::within(deadline, self.read_until_unbounded(deadline)).await
+    }
+
+    async fn read_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<ReadGuard>, Error> {
+        if self.write.is_held() {
+            return Err(Error::WouldDeadlock); // W3; a downgrade is `WriteGuard::downgrade` (W2)
         }
         let lease = self
             .read
-            .acquire(deadline, || {
+            .acquire(|| {
                 lock_node(
                     &self.client,
                     &self.path,
@@ -137,12 +145,19 @@ impl RwLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<WriteGuard>, Error> {
-        if self.read.current().is_some() && self.write.current().is_none() {
+        node::within(deadline, self.write_until_unbounded(deadline)).await
+    }
+
+    async fn write_until_unbounded(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<WriteGuard>, Error> {
+        if self.read.is_held() {
             return Err(Error::WouldDeadlock); // W3
         }
         let lease = self
             .write
-            .acquire(deadline, || {
+            .acquire(|| {
                 lock_node(
                     &self.client,
                     &self.path,
@@ -171,13 +186,14 @@ macro_rules! half {
             #[doc = concat!("Waits until this handle holds the ", $what, " lock.")]
             ///
             /// # Errors
-            /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Closed`] if the
-            /// client is closed; [`Error::Zk`] for other ZooKeeper failures. On error nothing of
+            /// [`Error::SessionLost`] if the session ends while waiting; [`Error::NodeDeleted`]
+            /// if someone else deletes the waiter's node; [`Error::Closed`] if the client is
+            /// closed; [`Error::Zk`] for other ZooKeeper failures. On error nothing of
             /// this attempt stays in ZooKeeper.
             ///
             /// # Cancel safety
             /// Dropping the future deletes this attempt's node (found by its protected name if
-            /// the create's reply was lost), from a task spawned on the current Tokio runtime.
+            /// the create's reply was lost), from a task spawned on the Tokio runtime the acquire started on.
             pub async fn acquire(self) -> Result<$guard, Error> {
                 Ok(self.lock.$until(None).await?.expect("no deadline"))
             }
@@ -194,6 +210,7 @@ macro_rules! half {
             }
 
             /// Waits up to `timeout`; `Ok(None)` on time-out, leaving no node behind.
+            /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
             ///
             /// # Errors
             /// As [`acquire`](Self::acquire).
@@ -201,7 +218,7 @@ macro_rules! half {
             /// # Cancel safety
             /// As [`acquire`](Self::acquire).
             pub async fn try_acquire_for(self, timeout: Duration) -> Result<Option<$guard>, Error> {
-                self.lock.$until(Some(Instant::now() + timeout)).await
+                self.lock.$until(node::deadline_after(timeout)).await
             }
 
             /// Waits until `deadline`; `Ok(None)` on time-out, leaving no node behind.
@@ -219,7 +236,7 @@ macro_rules! half {
             }
         }
 
-        #[doc = concat!("Proof of holding the ", $what, " lock of an [`RwLock`]; the lock is released when the handle's last guard of it goes.")]
+        #[doc = concat!("Proof of holding the ", $what, " lock of an [`RwLock`]; the lock is released when the last guard on its node goes.")]
         #[must_use = "dropping the guard releases the lock at once"]
         #[derive(Debug)]
         pub struct $guard {
@@ -238,8 +255,13 @@ macro_rules! half {
                 self.lease.path()
             }
 
-            /// Whether the hold is known to be lost: the session ended, or the connection has
-            /// been down for a whole session timeout.
+            /// Whether the hold is lost: the session ended, or the server may expire it at any moment
+            /// (no heartbeat of the session answered for nearly a session timeout; the rule is in
+            /// `docs/zookeeper.md`). It becomes true before the earliest instant the server could
+            /// expire the session and grant the place to someone else, so a holder that checks it
+            /// between steps stops in time, unless the process itself is paused (use the fencing
+            /// token for that). Once true it stays true, and the node is deleted if the session comes
+            /// back.
             pub fn is_lost(&self) -> bool {
                 self.lease.is_lost()
             }
@@ -250,6 +272,38 @@ macro_rules! half {
             /// Cancel safe.
             pub async fn lost(&self) {
                 self.lease.lost().await
+            }
+
+            /// Whether the connection is in doubt now: the client reports it down, or no heartbeat of
+            /// the session sent in the last third of the session timeout has been answered. The hold
+            /// may still be valid: pause work that must not run without it. It clears when the
+            /// connection comes back within the session, and the hold then stands (Curator's
+            /// `SUSPENDED` and `RECONNECTED`).
+            pub fn is_suspended(&self) -> bool {
+                self.lease.is_suspended()
+            }
+
+            /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+            /// becomes true.
+            ///
+            /// # Cancel safety
+            /// Cancel safe.
+            pub async fn suspended(&self) {
+                self.lease.suspended().await
+            }
+
+            /// Another guard on this hold, with no request: explicit re-entry (rule W2). The
+            /// node is deleted when the last guard on it goes.
+            ///
+            /// # Errors
+            /// [`Error::SessionLost`] if the hold is lost ([`is_lost`](Self::is_lost)).
+            pub fn reenter(&self) -> Result<Self, Error> {
+                if self.lease.is_lost() {
+                    return Err(Error::SessionLost);
+                }
+                Ok(Self {
+                    lease: self.lease.clone(),
+                })
             }
 
             /// Releases this guard and, if it was the last on its node, deletes the node and
@@ -272,3 +326,20 @@ half!(
     /// The write half of an [`RwLock`], from [`RwLock::write_lock`].
     WriteLock, WriteGuard, write_until, "write"
 );
+
+impl WriteGuard {
+    /// A read guard on this write hold: a safe downgrade (rule W2). It stands on the write
+    /// node, so the lock stays exclusive until this guard and the read guard are both gone;
+    /// drop this one to keep only the read.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the hold is lost ([`is_lost`](Self::is_lost)).
+    pub fn downgrade(&self) -> Result<ReadGuard, Error> {
+        if self.lease.is_lost() {
+            return Err(Error::SessionLost);
+        }
+        Ok(ReadGuard {
+            lease: self.lease.clone(),
+        })
+    }
+}

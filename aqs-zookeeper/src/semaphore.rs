@@ -12,6 +12,9 @@
 //!   deadlock each other holding halves.
 //! - **S4** The limit is checked before anything is written, and again on every look while
 //!   waiting (a shared limit may change; a raise wakes the gate holder, CURATOR-75).
+//! - **S5** A shared count of 0 or less admits no one, and a request above the shared count
+//!   waits, before and during its wait, until the count is raised: Curator's meaning, which
+//!   operators use to drain a semaphore. Only a fixed limit refuses such a request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +22,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use crate::health::Health;
 use crate::lease::Lease;
 use crate::mutex::{lock_node, LOCK_NAME};
 use crate::node::{self, Cleanup};
@@ -103,7 +107,9 @@ impl Semaphore {
 
     /// A semaphore at `path` whose limit is the value of the Curator `SharedCount` node at
     /// `count_path` (a 4-byte big-endian integer), read on every look at the leases. Raising
-    /// the count wakes a waiting acquirer at once.
+    /// the count wakes a waiting acquirer at once. As in Curator, a count of 0 or less admits
+    /// no one (a way to drain the semaphore), and a request above the count waits for a raise
+    /// instead of failing.
     ///
     /// # Errors
     /// [`Error::InvalidPath`] if either path is invalid. A missing or malformed count node is
@@ -148,7 +154,8 @@ impl Semaphore {
         &self.path
     }
 
-    /// The limit now: the constructor's, or the shared count's current value.
+    /// The limit now: the constructor's, or the shared count's current value (0 for a count of
+    /// 0 or less).
     ///
     /// # Errors
     /// [`Error::InvalidSharedCount`], [`Error::LimitMismatch`], or a session error, when the
@@ -160,7 +167,8 @@ impl Semaphore {
     /// Waits for one permit.
     ///
     /// # Errors
-    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::Closed`] if the client
+    /// [`Error::SessionLost`] if the session ends while waiting; [`Error::NodeDeleted`] if
+    /// someone else deletes one of this waiter's nodes; [`Error::Closed`] if the client
     /// is closed; [`Error::InvalidSharedCount`] or [`Error::LimitMismatch`] for a bad shared
     /// limit; [`Error::Zk`] for other ZooKeeper failures. On error nothing of this attempt stays
     /// in ZooKeeper.
@@ -176,7 +184,7 @@ impl Semaphore {
     /// Waits for `n` permits, granted together (never a part of them).
     ///
     /// # Errors
-    /// [`Error::InvalidPermits`] if `n` is 0 or above the limit, before anything is written;
+    /// [`Error::InvalidPermits`] if `n` is 0 or above a fixed limit, before anything is written;
     /// otherwise as [`acquire`](Self::acquire).
     ///
     /// # Cancel safety
@@ -208,6 +216,7 @@ impl Semaphore {
     }
 
     /// Waits up to `timeout` for one permit; `Ok(None)` on time-out, leaving no node behind.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -215,7 +224,7 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Permit>, Error> {
-        self.acquire_inner(1, Some(Instant::now() + timeout)).await
+        self.acquire_inner(1, node::deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for one permit; `Ok(None)` on time-out, leaving no node behind.
@@ -234,6 +243,7 @@ impl Semaphore {
     }
 
     /// Waits up to `timeout` for `n` permits.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`acquire_many`](Self::acquire_many).
@@ -245,7 +255,7 @@ impl Semaphore {
         n: u32,
         timeout: Duration,
     ) -> Result<Option<Permit>, Error> {
-        self.acquire_inner(n, Some(Instant::now() + timeout)).await
+        self.acquire_inner(n, node::deadline_after(timeout)).await
     }
 
     /// Waits until `deadline` for `n` permits.
@@ -288,12 +298,9 @@ impl Semaphore {
             }
             Err(e) => return Err(e),
         };
+        // S5: a count of 0 or less admits no one, as in Curator: waiters wait for a raise.
         let shared = match <[u8; 4]>::try_from(data.as_slice()) {
-            Ok(b) if i32::from_be_bytes(b) > 0 => i32::from_be_bytes(b) as u32,
-            Ok(b) => {
-                let v = i32::from_be_bytes(b);
-                return Err(bad_count(count, format!("{v} is not a positive limit")));
-            }
+            Ok(b) => i32::from_be_bytes(b).max(0) as u32,
             Err(_) => {
                 let len = data.len();
                 return Err(bad_count(
@@ -315,8 +322,20 @@ impl Semaphore {
         n: u32,
         deadline: Option<Instant>,
     ) -> Result<Option<Permit>, Error> {
+        node::within(deadline, self.acquire_inner_unbounded(n, deadline)).await
+    }
+
+    async fn acquire_inner_unbounded(
+        &self,
+        n: u32,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Permit>, Error> {
+        // Before the first request, so that its heartbeat bounds the grant's session (H1).
+        let health = Health::of(&self.client);
         let (limit, _) = self.read_limit(false).await?;
-        if n == 0 || n > limit {
+        // S5: only a fixed limit makes a request impossible; a shared one may be raised.
+        let fixed = !matches!(self.limit, Limit::Shared(_));
+        if n == 0 || (fixed && n > limit) {
             return Err(Error::InvalidPermits {
                 requested: n,
                 limit,
@@ -346,16 +365,11 @@ impl Semaphore {
         loop {
             let (children, children_watch) =
                 node::retry(c, || c.list_and_watch_children(&leases)).await?;
-            if !own.iter().all(|o| children.contains(&o.name)) {
-                return Err(Error::SessionLost);
+            if let Some(gone) = own.iter().find(|o| !children.contains(&o.name)) {
+                return Err(node::own_node_gone(c, &gone.path)); // as queue rule Q3
             }
             let (limit, count_watch) = self.read_limit(true).await?;
-            if n > limit {
-                return Err(Error::InvalidPermits {
-                    requested: n,
-                    limit,
-                });
-            }
+            // S5: below `n` (even 0 or less) the waiter waits for a raise, as Curator's does.
             if children.len() <= limit as usize {
                 break;
             }
@@ -386,7 +400,7 @@ impl Semaphore {
         drop(gate); // S2: the next waiter at the gate may go; its delete runs in the background.
         cleanup.disarm();
         Ok(Some(Permit {
-            lease: Lease::new(&self.client, own),
+            lease: Lease::new(&self.client, health, own),
             permits: n,
         }))
     }
@@ -410,6 +424,12 @@ pub struct Permit {
 impl Permit {
     /// The zxid that created this permit's last lease node. Leases are created under the gate,
     /// so later grants have larger tokens.
+    ///
+    /// With a limit above 1 this orders grants but cannot fence: holders overlap by design, so
+    /// a resource that refused tokens lower than the largest it has seen would refuse
+    /// legitimate concurrent holders. Use it to identify a grant, or keep one slot per permit
+    /// (a resource that remembers the last token per slot); to fence one writer, use a
+    /// [`Mutex`](crate::Mutex) or a semaphore of one.
     pub fn fencing_token(&self) -> i64 {
         self.lease.fencing_token()
     }
@@ -429,8 +449,13 @@ impl Permit {
         self.lease.nodes().iter().map(|n| n.path.as_str())
     }
 
-    /// Whether the permit is known to be lost: the session ended, or the connection has been
-    /// down for a whole session timeout. Someone else may hold it now.
+    /// Whether the hold is lost: the session ended, or the server may expire it at any moment
+    /// (no heartbeat of the session answered for nearly a session timeout; the rule is in
+    /// `docs/zookeeper.md`). It becomes true before the earliest instant the server could
+    /// expire the session and grant the place to someone else, so a holder that checks it
+    /// between steps stops in time, unless the process itself is paused (use the fencing
+    /// token for that). Once true it stays true, and the node is deleted if the session comes
+    /// back.
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
@@ -441,6 +466,24 @@ impl Permit {
     /// Cancel safe.
     pub async fn lost(&self) {
         self.lease.lost().await
+    }
+
+    /// Whether the connection is in doubt now: the client reports it down, or no heartbeat of
+    /// the session sent in the last third of the session timeout has been answered. The hold
+    /// may still be valid: pause work that must not run without it. It clears when the
+    /// connection comes back within the session, and the hold then stands (Curator's
+    /// `SUSPENDED` and `RECONNECTED`).
+    pub fn is_suspended(&self) -> bool {
+        self.lease.is_suspended()
+    }
+
+    /// Completes when [`is_suspended`](Self::is_suspended) or [`is_lost`](Self::is_lost)
+    /// becomes true.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        self.lease.suspended().await
     }
 
     /// Deletes the lease nodes now and waits until the server confirms it.
@@ -456,8 +499,8 @@ impl Permit {
 /// A cluster-wide, non-reentrant mutex: Curator's `InterProcessSemaphoreMutex`, a
 /// [`Semaphore`] of one permit with the same `locks/` and `leases/` layout.
 ///
-/// Unlike [`Mutex`](crate::Mutex) it is not reentrant: a second acquire through the same
-/// handle waits like any other contender, as Curator's does.
+/// Unlike [`Mutex`](crate::Mutex) it cannot be re-entered even through a guard: a second
+/// acquire through the same handle waits like any other contender, as Curator's does.
 ///
 /// # Examples
 /// ```no_run
@@ -524,6 +567,7 @@ impl SemaphoreMutex {
     }
 
     /// Waits up to `timeout`; `Ok(None)` on time-out, leaving no node behind.
+    /// A `timeout` such as `Duration::MAX`, too large for a deadline, waits without one.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`].
@@ -587,6 +631,19 @@ impl SemaphoreMutexGuard {
     /// Cancel safe.
     pub async fn lost(&self) {
         self.0.lost().await
+    }
+
+    /// As [`Permit::is_suspended`].
+    pub fn is_suspended(&self) -> bool {
+        self.0.is_suspended()
+    }
+
+    /// As [`Permit::suspended`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn suspended(&self) {
+        self.0.suspended().await
     }
 
     /// As [`Permit::release`].

@@ -1,6 +1,8 @@
 //! The blocking facade against a real ZooKeeper: threads, no runtime of their own, the
 //! in-process names, and every wait bounded by the facade's own timed forms.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,7 +55,7 @@ fn timed_forms_time_out_and_try_forms_do_not_wait() {
     let (_s, a, b) = setup();
     let m = Mutex::new(&a, "/blocking/mutex").unwrap();
     let g = m.acquire().unwrap();
-    let again = m.acquire().unwrap(); // reentrant through the handle
+    let again = g.reenter().unwrap(); // re-entry is explicit, through the guard
     assert_eq!(g.node_path(), again.node_path());
     let other = Mutex::new(&b, "/blocking/mutex").unwrap();
     assert!(other.try_acquire().unwrap().is_none());
@@ -149,4 +151,122 @@ fn a_client_whose_runtime_is_gone_is_closed() {
     assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
     let r = second.block_on(async { tokio::time::timeout(BOUND, sem.acquire()).await });
     assert!(matches!(r, Ok(Err(Error::Closed))), "{r:?}");
+}
+
+/// Polls `cond` from this thread until it holds, bounded.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + BOUND;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what} within {BOUND:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The blocking facade's guards report doubt and loss as the async ones do: a holder whose
+/// link goes silent both ways past its 2 s session sees `is_suspended()`, then `is_lost()`,
+/// from a thread with no runtime of its own, and `lost()` agrees.
+#[test]
+fn a_silenced_session_reports_suspended_then_lost() {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let proxy = common::Proxy::start(s.addr());
+    let a =
+        Session::connect_with_timeout(&proxy.addr().to_string(), Duration::from_secs(2)).unwrap();
+    let m = Mutex::new(&a, "/blocking/silenced").unwrap();
+    let g = m.try_acquire_for(BOUND).unwrap().expect("bounded wait");
+    assert!(!g.is_suspended() && !g.is_lost());
+    proxy.silence();
+    wait_until("suspended", || g.is_suspended());
+    wait_until("lost", || g.is_lost());
+    a.block_on(async { tokio::time::timeout(BOUND, g.lost()).await })
+        .expect("lost() agrees with is_lost()");
+    assert!(g.is_lost(), "once lost, stays lost");
+    proxy.heal();
+}
+
+/// The blocking timed forms take `Duration::MAX` as "no deadline" instead of panicking.
+#[test]
+fn a_blocking_timeout_of_duration_max_does_not_panic() {
+    let (_s, a, _b) = setup();
+    let m = Mutex::new(&a, "/blocking/max").unwrap();
+    let g = m.try_acquire_for(Duration::MAX).unwrap().expect("free");
+    drop(g);
+    let sem = Semaphore::new(&a, "/blocking/max-sem", 2).unwrap();
+    let p = sem
+        .try_acquire_many_for(2, Duration::MAX)
+        .unwrap()
+        .expect("free");
+    drop(p);
+}
+
+/// Threads that share one blocking handle (`Arc<Mutex>`) never hold the lock at once: each
+/// acquire queues its own node.
+#[test]
+fn threads_sharing_a_blocking_mutex_never_hold_at_once() {
+    let (_s, a, _b) = setup();
+    let m = Arc::new(Mutex::new(&a, "/blocking/shared").unwrap());
+    let inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, inside) = (m.clone(), inside.clone());
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let g = m.try_acquire_for(BOUND).unwrap().expect("bounded wait");
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                    std::thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    drop(g);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// Dropping the last `Session` inside async code does not panic (Tokio forbids dropping a
+/// runtime there; the session shuts its own down in the background).
+#[test]
+fn dropping_the_last_session_inside_async_code_is_safe() {
+    let (_s, a, b) = setup();
+    drop(b);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async move {
+        drop(a);
+    });
+}
+
+/// A guard dropped after the runtime that granted it is gone, on a thread with no runtime,
+/// still deletes its node: the delete is sent when the guard drops, through the client, whose
+/// own connection runs on another runtime.
+#[test]
+fn a_guard_dropped_after_its_runtime_is_gone_still_deletes_its_node() {
+    let s = TestServer::start(Duration::from_secs(60)).expect("ZooKeeper must start");
+    let home = tokio::runtime::Runtime::new().unwrap();
+    let (c, watcher) = home.block_on(async {
+        let addr = s.addr().to_string();
+        (
+            aqs_zookeeper::zookeeper_client::Client::connect(&addr)
+                .await
+                .unwrap(),
+            aqs_zookeeper::zookeeper_client::Client::connect(&addr)
+                .await
+                .unwrap(),
+        )
+    });
+    let m = aqs_zookeeper::Mutex::new(c, "/blocking/orphan").unwrap();
+    let granting = tokio::runtime::Runtime::new().unwrap();
+    let g = granting.block_on(m.acquire()).unwrap();
+    let path = g.node_path().to_owned();
+    drop(granting);
+    drop(g); // no runtime here, and the granting one is gone
+    home.block_on(async {
+        tokio::time::timeout(BOUND, async {
+            while watcher.check_stat(&path).await.unwrap().is_some() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the node is deleted");
+    });
 }

@@ -179,6 +179,8 @@ async fn mutex_excludes_and_queues_across_curator_and_rust() {
         .await
         .unwrap()
         .is_none());
+    // The timed-out try's node is deleted in the background; the counts below must not see it.
+    wait_children(&c, path, 1).await;
     // Queue: Curator holds; Rust, Curator, Rust wait in that order.
     let r1 = Mutex::new(client(&s).await, path).unwrap();
     let mut r1 = tokio::spawn(async move { (r1.acquire().await.unwrap(), r1) });

@@ -24,13 +24,15 @@ async fn set_count(c: &zk::Client, path: &str, v: i32) {
     }
 }
 
+/// Re-entry is explicit, through a guard: it shares the node, the node goes with the last
+/// guard, and another client waits until then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mutex_is_reentrant_per_handle_and_exclusive_across_handles() {
+async fn mutex_reenters_through_a_guard_and_excludes_other_handles() {
     let s = server();
     let (ca, cb) = (client(&s).await, client(&s).await);
     let m = Mutex::new(ca.clone(), "/family/reenter").unwrap();
     let g1 = bounded("acquire", m.acquire()).await.unwrap();
-    let g2 = bounded("re-enter", m.acquire()).await.unwrap();
+    let g2 = g1.reenter().unwrap();
     assert_eq!(g1.node_path(), g2.node_path());
     assert_eq!(g2.hold_count(), 2);
     assert!(m.is_acquired());
@@ -52,6 +54,60 @@ async fn mutex_is_reentrant_per_handle_and_exclusive_across_handles() {
         .await
         .unwrap()
         .is_some());
+}
+
+/// Tasks that share one handle (`Arc<Mutex>`) never hold the lock at once: a second acquire
+/// through a handle that holds queues its own node like any other contender (rule M1). A
+/// `try_acquire` through the holding handle finds the lock taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_a_mutex_handle_never_hold_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let s = server();
+    let c = client(&s).await;
+    let m = Arc::new(Mutex::new(c.clone(), "/family/shared").unwrap());
+    let g = bounded("acquire", m.acquire()).await.unwrap();
+    assert!(bounded("try", m.try_acquire()).await.unwrap().is_none());
+    drop(g);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, inside) = (m.clone(), inside.clone());
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let g = m.acquire().await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    g.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        bounded("a sharing task", t).await.unwrap();
+    }
+    // Within one task too: two futures joined on one handle take turns.
+    let (a, b) = bounded("joined", async {
+        tokio::join!(
+            async {
+                let g = m.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                g.fencing_token()
+            },
+            async {
+                let g = m.acquire().await.unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                g.fencing_token()
+            }
+        )
+    })
+    .await;
+    assert_ne!(a, b, "two holds, one after the other");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,8 +275,13 @@ async fn multi_lock_takes_all_in_path_order_and_releases_all_on_timeout() {
         .await
         .unwrap()
         .is_none());
-    // Nothing stays held: `a` was taken and released, `c` was never touched.
-    wait_children(&cc, "/family/m/a/leases", 0).await;
+    // Nothing stays held: `a` was taken and released before the call returned (no waiting
+    // here), `c` was never touched.
+    assert!(cc
+        .list_children("/family/m/a/leases")
+        .await
+        .unwrap_or_default()
+        .is_empty());
     wait_children(&cc, "/family/m/b", 1).await;
     assert!(cc
         .list_children("/family/m/c")
@@ -315,3 +376,111 @@ async fn a_permit_dropped_while_disconnected_is_still_released() {
 }
 
 const BOUND_SHORT: Duration = Duration::from_secs(5);
+
+/// `try_acquire_for(Duration::MAX)` (a deadline past what an `Instant` can hold) waits without
+/// a deadline instead of panicking, on every type: granted at once when free, and granted on
+/// release when taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_of_duration_max_waits_without_a_deadline() {
+    let s = server();
+    let (a, b) = (client(&s).await, client(&s).await);
+    let m = Mutex::new(a.clone(), "/max/mutex").unwrap();
+    let g = bounded("mutex", m.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let mb = Mutex::new(b.clone(), "/max/mutex").unwrap();
+    let mut waiter = tokio::spawn(async move {
+        let r = mb.try_acquire_for(Duration::MAX).await;
+        r.map(|g| g.map(|g| g.fencing_token()))
+    });
+    wait_children(&a, "/max/mutex", 2).await;
+    assert!(still_waiting(&mut waiter, SHORT).await);
+    drop(g);
+    let token = bounded("the waiter", waiter).await.unwrap().unwrap();
+    assert!(token.is_some(), "granted on release");
+    let sem = Semaphore::new(a.clone(), "/max/sem", 2).unwrap();
+    let p = bounded("semaphore", sem.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    let p2 = bounded("semaphore", sem.try_acquire_many_for(1, Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop((p, p2));
+    let sm = SemaphoreMutex::new(a.clone(), "/max/smutex").unwrap();
+    let g = bounded("semaphore mutex", sm.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(g);
+    let rw = RwLock::new(a.clone(), "/max/rw").unwrap();
+    let r = bounded("read", rw.read_lock().try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(r);
+    let w = bounded("write", rw.write_lock().try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(w);
+    let multi = MultiLock::new(&a, &["/max/m1", "/max/m2"]).unwrap();
+    let g = bounded("multi", multi.try_acquire_for(Duration::MAX))
+        .await
+        .unwrap()
+        .expect("free");
+    drop(g);
+}
+
+/// Curator's meaning of a shared count: 0 or less admits no one (operators drain a semaphore
+/// that way), and a request above the count, before or during its wait, waits for a raise
+/// instead of failing. Raising the count admits the waiters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_count_of_zero_or_less_drains_and_a_request_above_it_waits() {
+    let s = server();
+    let (ca, cb) = (client(&s).await, client(&s).await);
+    ca.create(
+        "/drain",
+        b"",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    set_count(&ca, "/drain/count", 0).await;
+    let sem = Semaphore::with_shared_limit(ca.clone(), "/drain/sem", "/drain/count").unwrap();
+    assert_eq!(bounded("limit", sem.limit()).await.unwrap(), 0);
+    let mut waiter = tokio::spawn(async move { sem.acquire().await.map(|p| p.permits()) });
+    wait_children(&cb, "/drain/sem/leases", 1).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "granted at count 0"
+    );
+    set_count(&cb, "/drain/count", -3).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "granted at count -3"
+    );
+    set_count(&cb, "/drain/count", 1).await;
+    let got = bounded("the waiter after the raise", waiter).await.unwrap();
+    assert_eq!(got.unwrap(), 1);
+    // A request for more than the count waits, and lowering the count during its wait keeps it
+    // waiting rather than failing it; a raise admits it.
+    wait_children(&cb, "/drain/sem/leases", 0).await;
+    let many = Semaphore::with_shared_limit(cb.clone(), "/drain/sem", "/drain/count").unwrap();
+    let mut waiter = tokio::spawn(async move { many.acquire_many(2).await.map(|p| p.permits()) });
+    wait_children(&ca, "/drain/sem/leases", 2).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "2 granted at count 1"
+    );
+    set_count(&ca, "/drain/count", 0).await;
+    assert!(
+        still_waiting(&mut waiter, SHORT).await,
+        "2 granted at count 0"
+    );
+    set_count(&ca, "/drain/count", 2).await;
+    let got = bounded("the waiter after the raise", waiter).await.unwrap();
+    assert_eq!(got.unwrap(), 2);
+}

@@ -136,3 +136,87 @@ async fn invalid_paths_are_refused_and_write_nothing() {
         vec!["zookeeper".to_string()]
     );
 }
+
+/// A waiter whose node someone else deletes while its session lives fails with
+/// `Error::NodeDeleted`, not `SessionLost`, and is not granted: for a mutex (noticed on its
+/// next look, when the holder releases) and for a semaphore (its lease node, noticed at once
+/// through its children watch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_node_someone_else_deletes_gets_a_distinct_error() {
+    let s = server();
+    let (a, b, operator) = (client(&s).await, client(&s).await, client(&s).await);
+    let holder = Mutex::new(a.clone(), "/deleted/m").unwrap();
+    let g = timeout(BOUND, holder.acquire()).await.unwrap().unwrap();
+    let mb = Mutex::new(b.clone(), "/deleted/m").unwrap();
+    let waiter = tokio::spawn(async move { mb.acquire().await.map(|g| g.fencing_token()) });
+    let children = wait_children(&operator, "/deleted/m", 2).await;
+    let theirs = children
+        .iter()
+        .find(|c| format!("/deleted/m/{c}") != g.node_path())
+        .unwrap();
+    let theirs = format!("/deleted/m/{theirs}");
+    operator.delete(&theirs, None).await.unwrap();
+    g.release().await.unwrap();
+    let r = timeout(BOUND, waiter).await.expect("waiter hangs").unwrap();
+    assert!(
+        matches!(&r, Err(Error::NodeDeleted { path }) if *path == theirs),
+        "{r:?}"
+    );
+
+    let sa = aqs_zookeeper::Semaphore::new(a.clone(), "/deleted/s", 1).unwrap();
+    let p = timeout(BOUND, sa.acquire()).await.unwrap().unwrap();
+    let sb = aqs_zookeeper::Semaphore::new(b.clone(), "/deleted/s", 1).unwrap();
+    let waiter = tokio::spawn(async move { sb.acquire().await.map(|p| p.fencing_token()) });
+    let leases = wait_children(&operator, "/deleted/s/leases", 2).await;
+    let theirs = leases
+        .iter()
+        .find(|c| format!("/deleted/s/leases/{c}") != p.node_path())
+        .unwrap();
+    let theirs = format!("/deleted/s/leases/{theirs}");
+    operator.delete(&theirs, None).await.unwrap();
+    let r = timeout(BOUND, waiter).await.expect("waiter hangs").unwrap();
+    assert!(
+        matches!(&r, Err(Error::NodeDeleted { path }) if *path == theirs),
+        "{r:?}"
+    );
+    assert!(!p.is_lost(), "the holder is untouched");
+    p.release().await.unwrap();
+    // Nothing of the failed waiters stays behind.
+    assert!(wait_children(&operator, "/deleted/m", 0).await.is_empty());
+    wait_children(&operator, "/deleted/s/leases", 0).await;
+    wait_children(&operator, "/deleted/s/locks", 0).await;
+}
+
+/// Past 2^31 creates under one parent, ZooKeeper writes negative sequences (`%010d` of the
+/// parent's signed `cversion`), and Curator sorts them as strings, before every positive one.
+/// A real parent cannot be driven there in a test (2^31 creates), so another session creates a
+/// node by that name itself, as a Curator holder's node after the wrap: the mutex must count it
+/// and sort it first, and is granted once it goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_a_wrapped_negative_sequence_sorts_first() {
+    let s = server();
+    let (a, other) = (client(&s).await, client(&s).await);
+    let m = Mutex::new(a.clone(), "/wrapped").unwrap();
+    // Let the parent exist, then put the "wrapped" holder in.
+    m.acquire().await.unwrap().release().await.unwrap();
+    let opts = aqs_zookeeper::zookeeper_client::CreateMode::Ephemeral
+        .with_acls(aqs_zookeeper::zookeeper_client::Acls::anyone_all());
+    let wrapped = "/wrapped/_c_4d0bccb7-3850-4c7f-8f2d-81c3559f55fc-lock--000000005";
+    other.create(wrapped, b"127.0.0.1", &opts).await.unwrap();
+    assert!(
+        timeout(BOUND, m.try_acquire())
+            .await
+            .unwrap()
+            .unwrap()
+            .is_none(),
+        "granted past a holder whose sequence wrapped"
+    );
+    let waiter = tokio::spawn(async move { m.acquire().await.map(|g| g.fencing_token()) });
+    wait_children(&other, "/wrapped", 2).await;
+    other.delete(wrapped, None).await.unwrap();
+    timeout(BOUND, waiter)
+        .await
+        .expect("granted once the wrapped node goes")
+        .unwrap()
+        .unwrap();
+}

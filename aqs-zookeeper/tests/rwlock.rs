@@ -99,23 +99,26 @@ async fn a_reader_arriving_behind_a_waiting_writer_waits_for_it() {
     assert_eq!(seen, ["writer in", "writer out", "late reader in"]);
 }
 
+/// Re-entry and the downgrade are explicit, through guards, and share one node; the downgrade
+/// stays exclusive until the downgraded read goes. A read through the writing handle is
+/// refused instead of waiting behind its own write node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentrant_reads_and_writes_share_one_node() {
     let s = server();
     let c = client(&s).await;
     let l = RwLock::new(c.clone(), "/rw/reenter").unwrap();
     let w1 = bounded("write", l.write_lock().acquire()).await.unwrap();
-    let w2 = bounded("write again", l.write_lock().acquire())
-        .await
-        .unwrap();
+    let w2 = w1.reenter().unwrap();
     assert_eq!(w1.node_path(), w2.node_path());
-    // Downgrade: a read through the writing handle stands on the write node.
-    let r = bounded("read under write", l.read_lock().acquire())
-        .await
-        .unwrap();
+    let refused = bounded("read through the writing handle", l.read_lock().acquire()).await;
+    assert!(matches!(refused, Err(Error::WouldDeadlock)), "{refused:?}");
+    // Downgrade: a read guard on the write node.
+    let r = w1.downgrade().unwrap();
     assert_eq!(r.node_path(), w1.node_path());
+    let r2 = r.reenter().unwrap();
     drop(w1);
     drop(w2);
+    drop(r2);
     assert_eq!(c.list_children("/rw/reenter").await.unwrap().len(), 1);
     // Still exclusive until the downgraded read goes: another client's read waits.
     let other = RwLock::new(client(&s).await, "/rw/reenter").unwrap();
@@ -133,6 +136,42 @@ async fn reentrant_reads_and_writes_share_one_node() {
     .await
     .unwrap()
     .is_some());
+}
+
+/// A reader task and a writer task that share one handle never hold at once: whichever comes
+/// second while the other holds is refused (`WouldDeadlock`) or waits, never granted inside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_and_a_writer_sharing_a_handle_never_overlap() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let s = server();
+    let c = client(&s).await;
+    let l = Arc::new(RwLock::new(c.clone(), "/rw/shared").unwrap());
+    let writing = Arc::new(AtomicBool::new(false));
+    let w = bounded("write", l.write_lock().acquire()).await.unwrap();
+    writing.store(true, Ordering::SeqCst);
+    let (l2, writing2) = (l.clone(), writing.clone());
+    let reader = tokio::spawn(async move {
+        match l2.read_lock().try_acquire_for(SHORT).await {
+            Ok(Some(_)) => assert!(!writing2.load(Ordering::SeqCst), "read inside the write"),
+            Ok(None) | Err(Error::WouldDeadlock) => {}
+            Err(e) => panic!("{e}"),
+        }
+    });
+    bounded("the reader", reader).await.unwrap();
+    writing.store(false, Ordering::SeqCst);
+    w.release().await.unwrap();
+    // And the other way round: a writer task while a reader task holds through the handle.
+    let r = bounded("read", l.read_lock().acquire()).await.unwrap();
+    let l2 = l.clone();
+    let writer = tokio::spawn(async move { l2.write_lock().try_acquire_for(SHORT).await });
+    let got = bounded("the writer", writer).await.unwrap();
+    assert!(!matches!(got, Ok(Some(_))), "write inside a read: {got:?}");
+    r.release().await.unwrap();
+    let w = bounded("write after the read", l.write_lock().acquire())
+        .await
+        .unwrap();
+    w.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

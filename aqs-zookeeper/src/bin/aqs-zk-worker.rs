@@ -5,7 +5,7 @@
 //! Usage: `aqs-zk-worker <hosts> <mutex|semaphore> <path> <limit> <tasks> <hold ms> <run secs,
 //! 0 = until killed> <log file> <session ms>`.
 //!
-//! Each task has its own handle (a `Mutex` is reentrant per handle) and loops: acquire, log
+//! Each task has its own handle (as a separate client would) and loops: acquire, log
 //! `enter`, hold, log `exit`, release. Log lines, one `write` each to a file opened with
 //! `O_APPEND`, so that the file's order is an order in real time:
 //! - `enter <who> <token> <node>` after a grant;

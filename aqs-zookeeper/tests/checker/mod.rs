@@ -10,6 +10,7 @@
 //! - `lost <who> <token> <node>` once the holder knows its hold is lost (`is_lost()`), after
 //!   which it touches nothing;
 //! - `killed <pid>`, written by a test after the process `pid` died (SIGKILL and `wait`);
+//! - `paused <pid>`, written by a test that froze the process `pid` with SIGSTOP;
 //! - `error <who> <message>`, an acquire or release that failed (counted, not replayed).
 //!
 //! In a correct run the replay never sees more than `limit` holders inside: a holder writes
@@ -18,14 +19,18 @@
 //!
 //! # The rule for lost holds
 //! When a session expires the server deletes its nodes at a moment no line records, and may
-//! grant the place at once; the old holder writes `lost` only when it learns, possibly later
-//! (a paused process learns when it runs again). So an `enter` that finds the limit taken is
-//! accepted only if enough of the holds inside are *stale*: each such hold
-//! 1. later ends with `lost`, not `exit`: its holder was told, and stopped then, and
-//! 2. has a smaller fencing token than the newcomer's, so a resource that keeps the largest
+//! grant the place at once. A running holder is told before that moment (`is_lost()` fires
+//! before the server can expire the session), so it writes `lost` before anyone enters in its
+//! place: an overlap with a running holder is a double grant, `lost` or not. Only a process
+//! the test itself froze cannot be told in time; it writes `lost` when it runs again. So an
+//! `enter` that finds the limit taken is accepted only if enough of the holds inside are
+//! *stale*: each such hold
+//! 1. belongs to a process the test paused (a `paused <pid>` line earlier in the log),
+//! 2. later ends with `lost`, not `exit`: its holder was told, and stopped then, and
+//! 3. has a smaller fencing token than the newcomer's, so a resource that keeps the largest
 //!    token it has seen refuses the stale holder once the newcomer has used it.
 //!
-//! Both are judged per hold (`who` and token), never per holder. A hold that later exits
+//! The last two are judged per hold (`who` and token), never per holder. A hold that later exits
 //! normally was never taken away, so an overlap with it is a double grant. A killed process's
 //! holds end at its `killed` line, not before: the line is written after the process died and
 //! the server frees its nodes only a session timeout later, so a grant before the line while the
@@ -67,6 +72,7 @@ enum Event<'a> {
     Exit(Hold<'a>),
     Lost(Hold<'a>),
     Killed(&'a str),
+    Paused(&'a str),
     Error,
 }
 
@@ -95,6 +101,7 @@ fn parse(line: &str) -> Result<Event<'_>, String> {
         "exit" => Event::Exit(hold()?),
         "lost" => Event::Lost(hold()?),
         "killed" => Event::Killed(who),
+        "paused" => Event::Paused(who),
         "error" => Event::Error,
         e => return Err(format!("unknown event {e:?} in {line:?}")),
     })
@@ -128,6 +135,7 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
         .collect();
     let mut inside: HashMap<&str, i64> = HashMap::new();
     let mut dead: HashSet<&str> = HashSet::new();
+    let mut paused: HashSet<&str> = HashSet::new();
     let mut last_token = i64::MIN;
     let mut r = Report::default();
     for (n, e) in &events {
@@ -153,7 +161,9 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
                 let live: Vec<Hold<'_>> = inside
                     .iter()
                     .map(|(w, t)| (*w, *t))
-                    .filter(|h| !(ends_lost.contains(h) && h.1 < token))
+                    .filter(|h| {
+                        !(paused.contains(pid(h.0)) && ends_lost.contains(h) && h.1 < token)
+                    })
                     .collect();
                 if live.len() >= limit {
                     return Err(format!(
@@ -188,6 +198,9 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
                 inside.retain(|w, _| pid(w) != p);
                 r.killed += before - inside.len();
                 dead.insert(p);
+            }
+            Event::Paused(p) => {
+                paused.insert(p);
             }
             Event::Error => r.errors += 1,
         }
