@@ -97,10 +97,12 @@ impl WaitTimeoutResult {
 ///
 /// A wait also panics if a task waiting for the mutex (feature `async`)
 /// has a waker that panics when the wait's release or re-acquire wakes it.
-/// The wait then ends at once, as if timed out, with the mutex held again
-/// (as the guard says) and nothing left on the condition queue; every
-/// other waiter is still woken. A `wait_while` condition that panics
-/// leaves the mutex held and the condition queue as it was too.
+/// The wait then gives up at once, as if timed out, takes the mutex back
+/// (as the guard says) and leaves nothing on the condition queue; every
+/// other waiter is still woken. If a notify had already reached it, the
+/// wait passes that notify on to the next waiter. A `wait_while`
+/// condition that panics leaves the mutex held and the condition queue as
+/// it was too.
 ///
 /// # Size
 ///

@@ -272,7 +272,9 @@ fn address(raw: &dyn RawLock) -> usize {
 ///
 /// # Panics
 ///
-/// If the set names one lock twice (before anything is taken).
+/// If the set names one lock twice (before anything is taken). If taking a
+/// lock wakes a task whose waker panics (feature `async`), the panic
+/// propagates after every lock taken so far is given back.
 ///
 /// # Examples
 ///
@@ -300,12 +302,34 @@ fn address(raw: &dyn RawLock) -> usize {
 /// assert_eq!(*accounts[0].lock() + *accounts[1].lock(), 100);
 /// ```
 pub fn lock_all<'a, S: LockSet<'a>>(set: S) -> MultiGuard<S::Guards> {
-    for raw in ordered(&set) {
+    let raws = ordered(&set);
+    let mut taken = Taken { raws: &raws, n: 0 };
+    for raw in &raws {
         raw.take();
+        taken.n += 1;
     }
-    // SAFETY: every lock of the set is held by this thread.
+    taken.n = 0; // all held: the guards own them now
+                 // SAFETY: every lock of the set is held by this thread.
     let guards = unsafe { set.guards() };
     MultiGuard { guards }
+}
+
+/// The locks of a set taken so far; dropped early (a timeout) or by a
+/// panic (a task waker that one of the acquires woke, O3 in the core), it
+/// gives them back, last taken first, so that no lock is left held by
+/// nobody.
+struct Taken<'r, 'a> {
+    raws: &'r [&'a dyn RawLock],
+    n: usize,
+}
+
+impl Drop for Taken<'_, '_> {
+    fn drop(&mut self) {
+        for held in self.raws[..self.n].iter().rev() {
+            // SAFETY: taken by this thread and not handed to a guard.
+            unsafe { held.give_back() };
+        }
+    }
 }
 
 /// Takes every lock of `set` by `deadline`, or none: returns `None` if a
@@ -334,16 +358,15 @@ pub fn try_lock_all_until<'a, S: LockSet<'a>>(
     deadline: Instant,
 ) -> Option<MultiGuard<S::Guards>> {
     let raws = ordered(&set);
-    for (taken, raw) in raws.iter().enumerate() {
+    let mut taken = Taken { raws: &raws, n: 0 };
+    for raw in &raws {
         if !raw.take_until(deadline) {
-            for held in raws[..taken].iter().rev() {
-                // SAFETY: taken above by this thread.
-                unsafe { held.give_back() };
-            }
-            return None;
+            return None; // `taken` gives back what it holds
         }
+        taken.n += 1;
     }
-    // SAFETY: every lock of the set is held by this thread.
+    taken.n = 0; // all held: the guards own them now
+                 // SAFETY: every lock of the set is held by this thread.
     let guards = unsafe { set.guards() };
     Some(MultiGuard { guards })
 }

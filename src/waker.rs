@@ -82,7 +82,9 @@ impl WakerSlot {
                     match panic::catch_unwind(AssertUnwindSafe(|| waker.clone())) {
                         Ok(new) => Some(new),
                         Err(payload) => {
-                            self.end_registration();
+                            if let Some(pending) = self.end_registration() {
+                                let _second_panic = wake_caught(pending);
+                            }
                             panic::resume_unwind(payload);
                         }
                     }
@@ -90,8 +92,16 @@ impl WakerSlot {
                 // SAFETY: AW1: still ours.
                 let old =
                     new.and_then(|new| self.waker.with_mut(|cell| unsafe { (*cell).replace(new) }));
-                self.end_registration();
-                drop(old);
+                let pending = self.end_registration();
+                // Outside code last, each caught, so that one panic cannot
+                // unwind past the other (a drop during an unwind that
+                // panics would abort): the old waker's drop, then the wake
+                // a racing release left to us (AW2).
+                let dropped = drop_caught(old);
+                let woke = pending.map_or(Ok(()), wake_caught);
+                if let Err(payload) = dropped.and(woke) {
+                    panic::resume_unwind(payload);
+                }
             }
             WAKING => {
                 // A wake is taking the old waker right now: make sure this
@@ -105,19 +115,21 @@ impl WakerSlot {
     }
 
     /// Hands the slot back after a registration. If a wake came meanwhile,
-    /// it left the cell to us (AW2): we take what the cell holds and wake
-    /// it, once the slot is `WAITING` again.
-    fn end_registration(&self) {
-        if let Err(actual) = self
+    /// it left the cell to us (AW2): we take what the cell holds and return
+    /// it, for the caller to wake once the slot is `WAITING` again.
+    #[must_use]
+    fn end_registration(&self) -> Option<Waker> {
+        match self
             .state
             .compare_exchange(REGISTERING, WAITING, AcqRel, Acquire)
         {
-            debug_assert_eq!(actual, REGISTERING | WAKING);
-            // SAFETY: AW1: still ours; the waker only set its bit.
-            let stored = self.waker.with_mut(|cell| unsafe { (*cell).take() });
-            self.state.swap(WAITING, AcqRel);
-            if let Some(stored) = stored {
-                stored.wake();
+            Ok(_) => None,
+            Err(actual) => {
+                debug_assert_eq!(actual, REGISTERING | WAKING);
+                // SAFETY: AW1: still ours; the waker only set its bit.
+                let stored = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+                self.state.swap(WAITING, AcqRel);
+                stored
             }
         }
     }
@@ -197,6 +209,11 @@ impl WakeList {
         }
         first
     }
+}
+
+/// Wakes `waker` (the waker's own code) and returns its panic, if any.
+fn wake_caught(waker: Waker) -> Result<(), Payload> {
+    panic::catch_unwind(AssertUnwindSafe(|| waker.wake()))
 }
 
 /// Drops `waker` (the waker's own code) and returns its panic, if any.

@@ -592,3 +592,99 @@ fn wait_while_condition_that_panics() {
     assert!(!c.notify_one(), "nobody left on the condition queue");
     assert!(c.wait_for(&mut g, Duration::from_millis(1)).timed_out());
 }
+
+/// A reader that acquires a handed-off lock (a fair unlock) and propagates
+/// to a task whose waker panics gives back exactly what it took, hand-off
+/// included: an arriving reader still defers (W2), and the task behind gets
+/// the lock.
+#[test]
+fn give_back_keeps_the_hand_off() {
+    quiet_panics();
+    let lock = RwLock::new(0u32);
+    let w = lock.write();
+    let (_, a_waker) = good();
+    let f = faults();
+    f.wake.store(true, SeqCst);
+    let b_waker = faulty(&f);
+    let mut a = lock.read_async();
+    let mut b = lock.read_async();
+    assert!(poll_with(&mut a, &a_waker).is_pending());
+    assert!(poll_with(&mut b, &b_waker).is_pending());
+    lock_api::RwLockWriteGuard::unlock_fair(w);
+    expect_panic("A's poll", || poll_with(&mut a, &a_waker));
+    drop(a);
+    assert!(
+        lock.try_read().is_none(),
+        "the hand-off was lost: an arrival passed the queued reader"
+    );
+    f.heal();
+    let Poll::Ready(g) = poll_with(&mut b, &b_waker) else {
+        panic!("the reader first in line takes the handed-off lock");
+    };
+    drop(g);
+    drop(b);
+    assert!(lock.try_write().is_some());
+}
+
+/// `lock_all` and `try_lock_all_until` give back every lock they took when
+/// an acquire panics (a task waker that a timed-out acquire's departure
+/// wakes): no lock is left held by nobody.
+#[test]
+fn lock_all_gives_back_what_it_took_when_an_acquire_panics() {
+    quiet_panics();
+    let a = Arc::new(FairMutex::new(0u32));
+    let b = Arc::new(FairMutex::new(0u32));
+    let held = b.lock();
+    let thread = {
+        let (a, b) = (Arc::clone(&a), Arc::clone(&b));
+        thread::spawn(move || {
+            panic::catch_unwind(AssertUnwindSafe(|| {
+                aqs::try_lock_all_for((&*a, &*b), Duration::from_millis(200)).is_some()
+            }))
+        })
+    };
+    wait_until("the thread waits for b", || {
+        // SAFETY: only reads the raw mutex's state.
+        unsafe { b.raw() }.queue_length() == 1
+    });
+    assert!(a.is_locked(), "the thread holds a meanwhile");
+    let f = faults();
+    f.wake.store(true, SeqCst);
+    let bad = faulty(&f);
+    let mut task = b.lock_async();
+    assert!(poll_with(&mut task, &bad).is_pending());
+    // The thread times out; leaving b's queue, it wakes the task (first
+    // behind it), whose waker panics in the thread.
+    let result = join_bounded(thread);
+    assert!(result.is_err(), "the panic reached the caller");
+    assert!(!a.is_locked(), "a was given back");
+    f.heal();
+    drop(held);
+    let (_, w) = good();
+    let Poll::Ready(g) = poll_with(&mut task, &w) else {
+        panic!("the task is first in line with b free");
+    };
+    drop(g);
+    drop(task);
+    assert!(aqs::try_lock_all_for((&*a, &*b), BOUND).is_some());
+}
+
+/// A queued future that is leaked (never polled again, never dropped)
+/// keeps its task's waker; dropping the synchronizer then drops that waker,
+/// once, after the queue is gone (O2), and panics nowhere.
+#[test]
+fn a_leaked_future_s_waker_is_dropped_with_the_synchronizer() {
+    let f = faults();
+    let waker = faulty(&f);
+    let sem = Semaphore::new_fair(0);
+    let mut fut = Box::pin(sem.acquire_async());
+    assert!(fut
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    std::mem::forget(fut);
+    drop(waker);
+    assert_eq!(Arc::strong_count(&f), 2, "the queued node holds the waker");
+    drop(sem);
+    assert_eq!(Arc::strong_count(&f), 1, "dropped with the synchronizer");
+}

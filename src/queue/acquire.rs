@@ -55,8 +55,8 @@ pub(crate) enum Step {
 /// How a blocking acquire ended ([`RawSync::drive_caught`]).
 pub(super) struct Driven {
     pub(super) result: Result<(), AcquireFailed>,
-    /// Whether the acquire changed the value (O3: what to give back).
-    pub(super) took: bool,
+    /// How much the acquire took from the value (O3: what to give back).
+    pub(super) taken: u32,
     /// The first panic of a waker that the last step woke (O1, O3).
     pub(super) woke: Result<(), super::Payload>,
 }
@@ -75,11 +75,12 @@ pub(crate) enum Resumed {
 /// The first queued waiter's hook result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Queued {
-    /// Acquired: whether to propagate, and whether the value changed (an
-    /// acquire that took nothing, a latch's, has nothing to give back: O3).
+    /// Acquired: whether to propagate, and how much the value went down
+    /// (what a give-back restores exactly, hand-off bits included: O3; a
+    /// latch's wait takes nothing).
     Acquired {
         propagate: bool,
-        took: bool,
+        taken: u32,
     },
     Failed,
     Closed,
@@ -119,9 +120,9 @@ pub(crate) struct Waiter<'s> {
     spins: bool,
     /// Blocking waits only: yielding before parking (FIFO).
     window: YieldWindow,
-    /// Whether the acquire changed the value (set when a step acquires):
-    /// whether there is anything to give back (O3).
-    took: bool,
+    /// How much the acquire took from the value (set when a step
+    /// acquires): what a give-back restores (O3).
+    taken: u32,
 }
 
 impl<'s> Waiter<'s> {
@@ -151,7 +152,7 @@ impl<'s> Waiter<'s> {
             renewals: if spins { SECOND_IN_LINE_RENEWALS } else { 0 },
             spins,
             window: YieldWindow::new(YIELD_WINDOW),
-            took: false,
+            taken: 0,
         }
     }
 }
@@ -318,12 +319,11 @@ impl RawSync {
         waiter: Waiter<'_>,
         guard: Guard<'_>,
     ) -> Result<(), AcquireFailed> {
-        let (mode, arg) = (waiter.mode, waiter.arg);
         let driven = self.drive_caught(policy, waiter, guard);
         if let Err(payload) = driven.woke {
             if !std::thread::panicking() {
-                if driven.result.is_ok() && driven.took {
-                    self.give_back(policy, mode, arg);
+                if driven.result.is_ok() {
+                    self.give_back(policy, driven.taken);
                 }
                 std::panic::resume_unwind(payload);
             }
@@ -378,7 +378,7 @@ impl RawSync {
             }
             return Driven {
                 result,
-                took: waiter.took,
+                taken: waiter.taken,
                 woke,
             };
         }
@@ -411,7 +411,7 @@ impl RawSync {
                 Ok(_) => {
                     return Queued::Acquired {
                         propagate: acquired.propagate,
-                        took: acquired.value != value_of(s),
+                        taken: value_of(s) - acquired.value,
                     }
                 }
                 Err(actual) => s = actual,
@@ -531,8 +531,8 @@ impl Waiter<'_> {
             if first || out_of_turn {
                 let ahead = (!first).then(|| sync.need_ahead(me, guard));
                 match sync.try_acquire_queued(policy, self.mode, self.arg, ahead) {
-                    Queued::Acquired { propagate, took } if first => {
-                        self.took = took;
+                    Queued::Acquired { propagate, taken } if first => {
+                        self.taken = taken;
                         sync.set_head_and_propagate(policy, self.node, pred, propagate, guard);
                         // SAFETY: R1: `head` now names our node and we cleared
                         // our `prev`; we are the old head's only successor, so
@@ -540,8 +540,8 @@ impl Waiter<'_> {
                         unsafe { sync.reclaim.retire(pred, guard) };
                         return Step::Acquired;
                     }
-                    Queued::Acquired { took, .. } => {
-                        self.took = took;
+                    Queued::Acquired { taken, .. } => {
+                        self.taken = taken;
                         // Out of turn: our count left with the CAS; leave the
                         // queue the way a cancelled waiter does.
                         sync.unlink(self.node, guard);
@@ -682,12 +682,12 @@ impl Waiter<'_> {
         self.me(guard).task.as_ref().and_then(|task| task.take())
     }
 
-    /// Whether the acquire changed the value: whether there is anything to
-    /// give back (O3). Meaningful once a step returned `Acquired`.
+    /// How much the acquire took from the value: what a give-back
+    /// restores (O3). Meaningful once a step returned `Acquired`.
     #[cfg(feature = "async")]
     #[cfg_attr(aqs_loom, allow(dead_code))]
-    pub(crate) fn took(&self) -> bool {
-        self.took
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken
     }
 
     /// Records how a wait between two steps ended.

@@ -215,6 +215,12 @@ impl Condition {
         }
         let driven = sync.acquire_transferred(bound.policy, node, bound.acquire);
         debug_assert_eq!(driven.result, Ok(()));
+        if abandon {
+            // A notify claimed us while we were giving up: our caller sees
+            // only the panic, so pass the notify on to the next waiter (to
+            // it, a notify like any other).
+            self.notify_one();
+        }
         (Waited::Notified, released.and(driven.woke))
     }
 

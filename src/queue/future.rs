@@ -121,15 +121,15 @@ impl<'s> QueuedAcquire<'s> {
             // after our bookkeeping is done and the guard has left.
             let waiter = self.waiter.take().expect("stepped above");
             let own = waiter.take_waker(&guard);
-            let took = waiter.took();
+            let taken = waiter.taken();
             self.done = true;
             let woke = guard.finish();
             let dropped = drop_caught(own);
             if let Err(payload) = woke.and(dropped) {
                 // O3: the poller gets the panic, not the hold.
                 if !std::thread::panicking() {
-                    if result.is_ok() && took {
-                        sync.give_back(policy, mode, arg);
+                    if result.is_ok() {
+                        sync.give_back(policy, taken);
                     }
                     std::panic::resume_unwind(payload);
                 }

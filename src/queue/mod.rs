@@ -123,6 +123,9 @@
 //!   or yielding inside guards: one of them would be inside at nearly every
 //!   instant, and every node retired meanwhile would wait (on one CPU, a
 //!   fair ping-pong grew the retired list past 16,000 nodes that way).
+//!   The one exception is the queue's first use: a thread that finds the
+//!   dummy head installed but `tail` not yet set yields inside its guard
+//!   while the installing thread finishes its second store (`init_queue`).
 //! * **R7, reclamation is bounded.** Guards count in two slots of one word
 //!   with an epoch (`reclaim.rs`): the epoch advances whenever the previous
 //!   epoch's slot drains, which takes one guard's time at most (R6), and a
@@ -470,14 +473,27 @@ impl Drop for RawSync {
         // `&mut self`: no thread is inside the queue. Free the chain from the
         // tail (which reaches every unretired node: Q2, R4), then the retired
         // list.
+        // A node still linked here belongs to a waiter that will never run
+        // again: a future that was leaked (`mem::forget`, a cycle) while
+        // queued, which still holds its task's waker. Take those out first
+        // and drop them last, once the queue is gone (O1, O2).
+        #[cfg(feature = "async")]
+        let mut wakers = Vec::new();
         let mut t = self.tail.load(Relaxed);
         while !t.is_null() {
             // SAFETY: unretired chain nodes, reachable only from here now.
-            let prev = unsafe { Node::get(t) }.prev.load(Relaxed);
+            let node = unsafe { Node::get(t) };
+            let prev = node.prev.load(Relaxed);
+            #[cfg(feature = "async")]
+            wakers.extend(node.task.as_ref().and_then(|task| task.take()));
             // SAFETY: as above; each chain node is freed once.
             unsafe { Node::free(t) };
             t = prev;
         }
         self.reclaim.drain();
+        #[cfg(feature = "async")]
+        for waker in wakers {
+            propagate(crate::waker::drop_caught(Some(waker)));
+        }
     }
 }

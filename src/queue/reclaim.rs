@@ -36,23 +36,25 @@
 //! itself); an advance by three happens only with both slots empty.
 //!
 //! *E2, the tag covers every holder.* A guard that entered at `e` tags its
-//! batch `e + 1`. A thread that could hold a pointer to a node of the batch
-//! loaded it before the node was unlinked, inside a guard that entered
-//! before the unlink. That guard's entry epoch is at most `e + 1`: the
-//! epoch cannot pass `e + 1` while the retiring guard is still in slot
-//! `e & 1` (an advance to `e + 2` needs that slot drained), and a guard
-//! entering after the retiring guard's leave reads that leave's Release
-//! with its Acquire entry (both are RMWs of the word) and so sees the
-//! unlink and cannot reach the node.
+//! batch `e + 1`. A guard whose entry comes after the retiring guard's
+//! leave in the word's modification order reads that leave's Release with
+//! its Acquire entry (both are RMWs of the word), so it sees every unlink
+//! the retiring guard made and cannot reach the batch's nodes. Every other
+//! guard entered while the retiring guard was inside, at an epoch of at
+//! most `e + 1`: the epoch cannot pass `e + 1` while the retiring guard is
+//! still in slot `e & 1` (an advance to `e + 2` needs that slot drained).
 //!
 //! So a batch tagged `t` may be freed once the epoch is `t + 2` or more: by
 //! E1 every guard that entered at `t` or earlier has left, and by E2 those
-//! are all that could hold its nodes. Their leaving RMWs come before the
-//! freeing thread's RMW on the word in its modification order (the freer's
-//! RMW read a value in which they were gone, or a later one), so all their
-//! accesses happen-before the free. Every step is an RMW on one word, or a
-//! push or swap of the limbo list, so no fence is needed and loom checks
-//! the code that ships.
+//! are all that could hold its nodes. The collector reads the epoch *after*
+//! it takes the batches, with an Acquire load: every batch it took was
+//! pushed after its guard's entry, so its tag is at most one ahead of the
+//! epoch read (age 255 modulo 256, never freed), and the load synchronizes
+//! with the leaving RMWs of the guards E1 says are gone (every write to the
+//! word is an RMW, so each leave heads a release sequence that runs through
+//! all later writes), so all their accesses happen-before the free. Every
+//! step is an RMW on one word, a load of it, or a push or swap of the limbo
+//! list, so no fence is needed and loom checks the code that ships.
 //!
 //! # The bound (R7)
 //!
@@ -61,8 +63,12 @@
 //! advances the epoch and collects. A batch waits three advances at most,
 //! so the limbo list holds only what was retired during the last few
 //! guards' time, and every leave does O(1) amortised work: a batch is
-//! looked at by at most two collections before it is old enough, and kept
-//! batches are pushed back as one chain. (Until 0.1.0's hardening the list
+//! looked at by at most three collections (ages 0 and 1 are kept, plus the
+//! one that frees it), and kept batches are pushed back as one chain. A
+//! collector that puts batches back then makes an RMW on the word and looks
+//! again if the epoch moved meanwhile, so an advance whose own collection
+//! found limbo empty while those batches were out does not leave them
+//! behind once all is quiet. (Until 0.1.0's hardening the list
 //! was freed only when a single reader count reached zero, and every other
 //! leaver walked the whole list to put it back: overlapping guards could
 //! keep it from ever draining.) Tagging by the entry epoch rather than by
@@ -105,9 +111,10 @@ const fn with_epoch(word: u64, epoch: u32) -> u64 {
     (word & LOW_MASK) | ((epoch as u64 & 0xFF) << EPOCH_SHIFT)
 }
 
-/// How many advances separate epoch `tag` from `now` (epochs wrap at 256:
-/// a batch older than that may look young and wait longer, never the
-/// reverse, since no batch is younger than the current epoch).
+/// How many advances separate epoch `tag` from `now`, modulo 256. A batch
+/// may be tagged one epoch ahead of the epoch a collector reads (its guard
+/// entered at `now` and tagged `now + 1`): that is age 255, never freed. A
+/// batch so old that its age wrapped round waits longer, harmlessly.
 #[inline]
 const fn age(now: u32, tag: u32) -> u32 {
     now.wrapping_sub(tag) & 0xFF
@@ -225,7 +232,7 @@ impl Reclaim {
             match self.word.compare_exchange_weak(w, next, AcqRel, Relaxed) {
                 Ok(_) => {
                     if epoch_of(next) != now {
-                        self.collect(epoch_of(next));
+                        self.collect();
                     }
                     return;
                 }
@@ -234,19 +241,54 @@ impl Reclaim {
         }
     }
 
-    /// Frees every limbo batch at least two epochs older than `now`, the
-    /// epoch our leave just made current; puts the others back in one push.
-    fn collect(&self, now: u32) {
-        let mut batch = self.limbo.swap(ptr::null_mut(), Acquire);
+    /// Frees every limbo batch at least two epochs older than the current
+    /// epoch, and puts the others back in one push. Called by a leave that
+    /// advanced the epoch.
+    fn collect(&self) {
+        loop {
+            let batch = self.limbo.swap(ptr::null_mut(), Acquire);
+            if batch.is_null() {
+                return;
+            }
+            // The epoch is read after the swap, with an Acquire load: every
+            // batch taken was pushed by a guard whose entry RMW precedes this
+            // load in the word's order, so its tag is at most `now + 1`
+            // (E2), and the load synchronizes with the leaves of every guard
+            // that E1 says are gone (all writes to the word are RMWs). A
+            // `now` from before the swap could be older than a batch's tag.
+            let now = epoch_of(self.word.load(Acquire));
+            let kept = self.free_old(batch, now);
+            let Some((first, last)) = kept else {
+                return;
+            };
+            self.push(first, last);
+            // The batches we put back may have become old enough meanwhile,
+            // by advances whose own collects found limbo empty while we
+            // held them. An RMW orders us against them: an advance after it
+            // in the word's order reads it, and so sees our push; an advance
+            // before it shows as a newer epoch here, and we look again.
+            let after = epoch_of(self.word.fetch_add(0, AcqRel));
+            if after == now {
+                return;
+            }
+        }
+    }
+
+    /// Frees the batches of the chain at `batch` that are old enough at
+    /// epoch `now`; returns the chain of the others (first, last), if any.
+    fn free_old(&self, mut batch: *mut Node, now: u32) -> Option<(*mut Node, *mut Node)> {
         let (mut kept, mut kept_last) = (ptr::null_mut::<Node>(), ptr::null_mut::<Node>());
         while !batch.is_null() {
             // SAFETY: taken from limbo by our swap: ours alone (only the
             // thread that takes a batch from the shared list frees it).
             let first = unsafe { &*batch };
             let next = first.batch_next.load(Relaxed);
-            if age(now, first.batch_epoch.load(Relaxed)) >= 2 {
+            // Tags run from far behind `now` to `now + 1` (age 255); a tag
+            // so old that it wrapped round to look young waits, harmlessly.
+            if (2..=254).contains(&age(now, first.batch_epoch.load(Relaxed))) {
                 // SAFETY: E1 and E2 (module docs): every guard that could
-                // reach these nodes has left, before our RMW on the word.
+                // reach these nodes has left, and our Acquire load of the
+                // word synchronized with its leave.
                 unsafe { self.free_list(batch) };
             } else {
                 first.batch_next.store(kept, Relaxed);
@@ -257,9 +299,7 @@ impl Reclaim {
             }
             batch = next;
         }
-        if !kept.is_null() {
-            self.push(kept, kept_last);
-        }
+        (!kept.is_null()).then_some((kept, kept_last))
     }
 
     /// Pushes the chain of batches `first ..= last` (linked by `batch_next`)
@@ -414,6 +454,66 @@ impl Drop for Guard<'_> {
             if let Err(payload) = self.wakes.wake_all() {
                 super::propagate(Err(payload));
             }
+        }
+    }
+}
+
+#[cfg(all(test, not(aqs_loom)))]
+mod tests {
+    use super::*;
+    use crate::queue::policy::Mode;
+
+    /// A batch with its tag set, as a guard's leave makes it.
+    fn batch(r: &Reclaim, tag: u32) -> *mut Node {
+        let node = Node::alloc(1, Mode::Shared);
+        let guard = r.enter();
+        // SAFETY: never published: unreachable, retired once.
+        unsafe { r.retire(node, &guard) };
+        // Take the batch back from the guard before it leaves.
+        guard.batch.set(ptr::null_mut());
+        drop(guard);
+        // SAFETY: ours alone.
+        unsafe { &*node }.batch_epoch.store(tag & 0xFF, Relaxed);
+        node
+    }
+
+    /// Which of the tags `now + 1`, `now`, `now - 1`, `now - 2`, `now - 3`
+    /// a collection at `now` frees: only the last two (E1, E2). The first
+    /// is a batch whose guard entered at the epoch the collector read
+    /// (age 255 modulo 256): freeing it would free nodes a guard may hold.
+    #[test]
+    fn collection_frees_only_batches_two_epochs_old() {
+        for now in [0u32, 1, 5, 254, 255] {
+            let r = Reclaim::new();
+            let tags = [1i32, 0, -1, -2, -3].map(|d| (now as i32 + d).rem_euclid(256) as u32);
+            let batches = tags.map(|t| batch(&r, t));
+            for b in &batches {
+                // SAFETY: ours; chained one by one.
+                unsafe { &**b }.batch_next.store(ptr::null_mut(), Relaxed);
+            }
+            let before = r.unfreed();
+            let mut kept = Vec::new();
+            for b in batches {
+                if let Some((first, _)) = r.free_old(b, now) {
+                    kept.push(first);
+                }
+            }
+            assert_eq!(
+                before - r.unfreed(),
+                2,
+                "now {now}: exactly two batches freed"
+            );
+            assert_eq!(
+                kept,
+                batches[..3].to_vec(),
+                "now {now}: the young ones kept"
+            );
+            for b in kept {
+                r.push(b, b);
+            }
+            let mut r = r;
+            r.drain();
+            assert_eq!(r.unfreed(), 0);
         }
     }
 }

@@ -34,12 +34,25 @@ impl RawSync {
         super::propagate(self.release_caught(policy, mode, arg));
     }
 
-    /// Gives back what an acquire of `arg` in `mode` took, after a waker that
-    /// the acquire woke panicked (O3): the acquire's caller gets the panic
-    /// and not the hold. A panic of a waker that this release wakes is
-    /// dropped (the first one is the caller's); every waker is still woken.
-    pub(super) fn give_back<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) {
-        let _second_panic = self.release_caught(policy, mode, arg);
+    /// Gives back exactly what a queued acquire took from the value
+    /// (`taken`, hand-off bits included), after a waker that the acquire
+    /// woke panicked (O3): the acquire's caller gets the panic and not the
+    /// hold. The inverse of the acquire's CAS, then a release's pass
+    /// through the head if the discipline says someone may need it. A
+    /// panic of a waker that this wakes is dropped (the first one is the
+    /// caller's); every waker is still woken. (Adding back cannot
+    /// overflow: every policy bounds its value with the holds counted in.)
+    pub(super) fn give_back<P: Policy + ?Sized>(&self, policy: &P, taken: u32) {
+        if taken == 0 {
+            return; // a latch's wait: nothing taken
+        }
+        let s = self.state.fetch_add(value_delta(taken), AcqRel);
+        let discipline = policy.discipline();
+        if discipline.release_enters_queue(s)
+            && policy.release_may_admit(value_of(s).wrapping_add(taken))
+        {
+            let _second_panic = self.release_slow(Wakes::of_release(policy, taken), discipline);
+        }
     }
 
     /// The release of either mode: one RMW on the word, then through the head
