@@ -305,6 +305,10 @@ fn close_wakes_every_waiter_and_empties_the_queue() {
 /// nodes retired and not yet freed stay under a few guards' worth,
 /// whatever the run's length.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "20,000 hand-offs between eight threads: a stress test, far too long under Miri"
+)]
 fn reclamation_is_bounded_under_overlapping_guards() {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::{Condvar, Mutex};
@@ -392,6 +396,10 @@ fn reclamation_is_bounded_under_overlapping_guards() {
 /// they can (on two CPUs, a thread is often preempted inside a guard, which
 /// holds back every epoch scheme). Everything is freed once they stop.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "160,000 guards on eight threads: a stress test, far too long under Miri"
+)]
 fn reclamation_frees_everything_after_a_free_for_all() {
     const THREADS: usize = 8;
     let sync = Arc::new(RawSync::new(0));
