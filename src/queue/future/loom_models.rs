@@ -272,3 +272,69 @@ fn wake_panics_mid_propagation() {
         assert_quiescent(&sem, 2);
     });
 }
+
+/// `close` with a task and a thread queued: both are woken and fail, the
+/// task through its waker (deferred to after close's walk, O1), and the
+/// queue is empty. Bound 1: close comes after both are counted; one
+/// preemption places it against a waiter's arming (bound 2 runs for more
+/// than ten minutes). The planted bug `close_skips_tasks`
+/// wakes only threads: the task sleeps for good (loom's deadlock).
+#[test]
+fn close_wakes_queued_tasks() {
+    check(1, || {
+        let sem = semaphore(true, 0);
+        let thread = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || assert!(sem.raw.acquire_shared(&sem.policy, 1, None).is_err()))
+        };
+        let task = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || assert!(!loom::future::block_on(Acquire::new(&sem))))
+        };
+        while waiters_of(sem.raw.state()) < 2 {
+            thread::yield_now();
+        }
+        sem.raw.close();
+        thread.join().unwrap();
+        task.join().unwrap();
+        assert!(crate::queue::is_closed(sem.raw.state()));
+        assert_quiescent(&sem, 0);
+    });
+}
+
+/// A future queued on main is dropped by main while another thread's
+/// release wakes it: the drop's take of its own waker (O2) and the
+/// release's take race on the waker slot (AW1), and the wake-up must pass
+/// on to a thread queued behind (F3). Bound 1. The planted bug
+/// `owner_takes_unguarded` lets the owner empty its slot without the
+/// slot's protocol: a loom causality violation with the releaser's take.
+#[test]
+fn future_dropped_while_another_thread_wakes_it() {
+    check(1, || {
+        let sem = semaphore(true, 0);
+        let mut fut = Acquire::new(&sem);
+        // A real waker in the slot: the one the race is about.
+        let waker = Waker::from(Arc::new(Faulty::default()));
+        assert!(Pin::new(&mut fut)
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        let behind = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || {
+                assert!(sem.raw.acquire_shared(&sem.policy, 1, None).is_ok());
+                sem.raw.release_shared(&sem.policy, 1);
+            })
+        };
+        while waiters_of(sem.raw.state()) < 2 {
+            thread::yield_now();
+        }
+        let releaser = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.raw.release_shared(&sem.policy, 1))
+        };
+        drop(fut);
+        releaser.join().unwrap();
+        behind.join().unwrap();
+        assert_quiescent(&sem, 1);
+    });
+}
