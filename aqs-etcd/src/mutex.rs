@@ -1,0 +1,456 @@
+//! `Mutex`: etcd's `concurrency.Mutex` recipe, with the grant confirmed by the server.
+//!
+//! Layout (Go's `client/v3/concurrency/mutex.go`, `etcdctl lock`, the server's `v3lock`):
+//! a contender puts `NAME/<lease id in lowercase hex>` (empty value) with its session's lease,
+//! only if absent. Keys under `NAME/` are ordered by create revision; the lowest holds.
+//!
+//! Invariants:
+//! - **M1** A session has at most one key per name. Its own contenders for a name take turns in
+//!   an in-process FIFO queue first ([`Session::local_queue`]), and the queue's turn is held
+//!   until the key is deleted, so a later contender never adopts or races a key an earlier one
+//!   is still deleting.
+//! - **M2** A waiter waits for the deletion of its predecessor only: the key with the largest
+//!   create revision below its own. After each deletion it looks again.
+//! - **M3** Every grant is decided by one request that compares the waiter's own key's create
+//!   revision with the one it was created at, and reads the first key under `NAME/` in the same
+//!   transaction: no grant through a key the server has already deleted.
+//! - **M4** An attempt's key is deleted on every path that does not hand it to a guard
+//!   (timeout, error, cancellation), even if the create's reply was lost: the key's name
+//!   depends only on the lease, so it is known before the create is sent.
+
+use std::future::Future;
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse, WatchOptions,
+};
+use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
+
+use crate::{Error, Session};
+
+/// How long a timed-out or failed acquire waits for the delete of its key before handing the
+/// delete to a background task (which retries until the server confirms or the lease ends).
+const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
+/// A cluster-wide FIFO mutex with etcd's `concurrency.Mutex` layout.
+///
+/// Each contender puts `NAME/<lease id in hex>` with its [`Session`]'s lease. The key with the
+/// lowest create revision holds; each waiter watches only the deletion of the key created just
+/// before its own, so a release wakes one waiter. `etcdctl lock NAME`, Go clients using
+/// `concurrency.NewMutex(session, NAME)` and the server's `v3lock` service on the same `NAME`
+/// share the queue.
+///
+/// **One key per lease.** Because the key is named after the lease, one session holds at most
+/// one key per name. Contenders through the same session (several handles, or several tasks on
+/// one handle) queue in process, first come first served, then take the session's one place in
+/// etcd's queue in turn. The mutex is not reentrant: a second `lock` while holding waits for the
+/// first guard to go.
+///
+/// # Fairness
+/// FIFO by create revision across all clients; FIFO by arrival among one session's contenders.
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// let client = etcd_client::Client::connect(["127.0.0.1:2379"], None).await?;
+/// let session = aqs_etcd::Session::new(client, Duration::from_secs(10)).await?;
+/// let mutex = aqs_etcd::Mutex::new(&session, "/demo/mutex")?;
+/// let guard = mutex.lock().await?;
+/// println!("holding {} with fencing token {}", guard.key(), guard.token());
+/// guard.release().await?; // deletes the key and waits for the server to confirm
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Mutex {
+    session: Session,
+    name: String,
+    prefix: String,
+    key: String,
+}
+
+impl Mutex {
+    /// A mutex called `name` on `session`'s lease. Writes nothing until the first acquire.
+    ///
+    /// `name` is used as Go's `concurrency.NewMutex` uses its prefix: keys are `name + "/" +
+    /// lease id in hex`, so pass the same string as `etcdctl lock` gets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] if `name` is empty.
+    pub fn new(session: &Session, name: &str) -> Result<Mutex, Error> {
+        if name.is_empty() {
+            return Err(Error::InvalidName(name.to_owned()));
+        }
+        let prefix = format!("{name}/");
+        let key = format!("{prefix}{:x}", session.lease_id());
+        Ok(Mutex {
+            session: session.clone(),
+            name: name.to_owned(),
+            prefix,
+            key,
+        })
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The key this session's contender puts: `name/<lease id in hex>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Waits until this session holds the mutex.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the session is or becomes lost, or its key disappears, while
+    /// waiting; [`Error::Closed`] if the session was closed; [`Error::Etcd`] for a failed
+    /// request (the server is down, for example). On error nothing of this attempt stays in
+    /// etcd.
+    ///
+    /// # Cancel safety
+    /// Dropping the future deletes this attempt's key from a task spawned on the session's
+    /// runtime, even if the create's reply never arrived.
+    pub async fn lock(&self) -> Result<MutexGuard, Error> {
+        Ok(self.lock_until(None).await?.expect("no deadline"))
+    }
+
+    /// Takes the mutex only if it is free now: one look, no wait.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock(&self) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Some(Instant::now())).await
+    }
+
+    /// Like [`lock`](Self::lock), but gives up after `timeout` and returns `Ok(None)`, having
+    /// deleted its key. A timeout too large to add to now (such as `Duration::MAX`) means no
+    /// deadline.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Instant::now().checked_add(timeout)).await
+    }
+
+    /// Like [`try_lock_for`](Self::try_lock_for), with a deadline.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Some(Instant::from_std(deadline))).await
+    }
+
+    async fn lock_until(&self, deadline: Option<Instant>) -> Result<Option<MutexGuard>, Error> {
+        self.check_session()?;
+        let queue = self.session.local_queue(&self.name);
+        // M1: this session's contenders for the name go one at a time. A deadline that has
+        // passed still gets one look (try_lock).
+        let turn = match queue.clone().try_lock_owned() {
+            Ok(turn) => turn,
+            Err(_) => match bounded(&self.session, deadline, async {
+                Ok(queue.lock_owned().await)
+            })
+            .await?
+            {
+                Some(turn) => turn,
+                None => return Ok(None),
+            },
+        };
+        let mut attempt = Attempt {
+            session: self.session.clone(),
+            key: self.key.clone(),
+            turn: Some(turn),
+        };
+        match self.contend(deadline).await {
+            Ok(Some(token)) => Ok(Some(MutexGuard {
+                key: self.key.clone(),
+                token,
+                attempt,
+            })),
+            Ok(None) => {
+                attempt.delete_now().await;
+                Ok(None)
+            }
+            Err(e) => {
+                attempt.delete_now().await;
+                Err(e)
+            }
+        }
+    }
+
+    fn check_session(&self) -> Result<(), Error> {
+        if self.session.is_closed() {
+            Err(Error::Closed)
+        } else if self.session.is_lost() {
+            Err(Error::SessionLost)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Puts the key if absent and waits for its turn; `Some(create revision)` once held.
+    async fn contend(&self, deadline: Option<Instant>) -> Result<Option<i64>, Error> {
+        let s = &self.session;
+        let mut kv = s.client().kv_client();
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        // Create only if absent; either way read our key and the first key in one request.
+        let create = Txn::new()
+            .when([Compare::create_revision(
+                self.key.as_str(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([
+                TxnOp::put(
+                    self.key.as_str(),
+                    "",
+                    Some(PutOptions::new().with_lease(s.lease_id())),
+                ),
+                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+            ])
+            .or_else([
+                TxnOp::get(self.key.as_str(), None),
+                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+            ]);
+        let Some(resp) = bounded(s, deadline, kv.txn(create)).await? else {
+            return Ok(None);
+        };
+        let ops = resp.op_responses();
+        let own = if resp.succeeded() {
+            header_revision(resp.header())
+        } else {
+            // A key of ours from an attempt whose delete has not run: adopt it, as Go does.
+            first_create_revision(&ops[0]).ok_or(Error::SessionLost)?
+        };
+        let mut head = first_create_revision(&ops[1]);
+        loop {
+            if head == Some(own) {
+                return Ok(Some(own));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            if !self.wait_predecessors(own, deadline).await? {
+                return Ok(None);
+            }
+            // M3: confirm in one request that our key is still the one we created.
+            let confirm = Txn::new()
+                .when([Compare::create_revision(
+                    self.key.as_str(),
+                    CompareOp::Equal,
+                    own,
+                )])
+                .and_then([TxnOp::get(self.prefix.as_str(), Some(first.clone()))]);
+            let Some(resp) = bounded(s, deadline, kv.txn(confirm)).await? else {
+                return Ok(None);
+            };
+            if !resp.succeeded() {
+                return Err(Error::SessionLost); // our key is gone: the lease ended
+            }
+            head = first_create_revision(&resp.op_responses()[0]);
+        }
+    }
+
+    /// M2: waits until no key under the name has a create revision below `own`. `Ok(false)` at
+    /// the deadline.
+    async fn wait_predecessors(&self, own: i64, deadline: Option<Instant>) -> Result<bool, Error> {
+        let s = &self.session;
+        let client: &Client = s.client();
+        let mut kv = client.kv_client();
+        let mut watches = client.watch_client();
+        loop {
+            let last_before = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(1)
+                .with_max_create_revision(own - 1);
+            let Some(resp) =
+                bounded(s, deadline, kv.get(self.prefix.as_str(), Some(last_before))).await?
+            else {
+                return Ok(false);
+            };
+            let Some(pred) = resp.kvs().first() else {
+                return Ok(true);
+            };
+            let pred = pred.key().to_vec();
+            // Watch from just after the read, so a delete between the two is not missed.
+            let from = header_revision(resp.header()) + 1;
+            let Some(mut stream) = bounded(
+                s,
+                deadline,
+                watches.watch(pred, Some(WatchOptions::new().with_start_revision(from))),
+            )
+            .await?
+            else {
+                return Ok(false);
+            };
+            loop {
+                let Some(msg) = bounded(s, deadline, stream.message()).await? else {
+                    return Ok(false);
+                };
+                match msg {
+                    Some(w) if w.canceled() => break,
+                    Some(w) => {
+                        if w.events()
+                            .iter()
+                            .any(|e| e.event_type() == EventType::Delete)
+                        {
+                            break;
+                        }
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+}
+
+fn header_revision(h: Option<&etcd_client::ResponseHeader>) -> i64 {
+    h.map(|h| h.revision()).unwrap_or(0)
+}
+
+fn first_create_revision(op: &TxnOpResponse) -> Option<i64> {
+    match op {
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.create_revision()),
+        _ => None,
+    }
+}
+
+/// Runs one request, giving up at `deadline` (`Ok(None)`) or when the session is lost.
+async fn bounded<T, F>(s: &Session, deadline: Option<Instant>, f: F) -> Result<Option<T>, Error>
+where
+    F: Future<Output = Result<T, etcd_client::Error>>,
+{
+    let until = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = f => Ok(Some(r?)),
+        _ = until => Ok(None),
+        _ = s.lost() => Err(if s.is_closed() { Error::Closed } else { Error::SessionLost }),
+    }
+}
+
+/// One contender's key, deleted when dropped (M4).
+#[derive(Debug)]
+struct Attempt {
+    session: Session,
+    key: String,
+    /// This session's turn for the name (M1), held until the key is deleted.
+    turn: Option<OwnedMutexGuard<()>>,
+}
+
+impl Attempt {
+    /// Starts deleting the key on the session's runtime; the task holds the turn until done.
+    fn spawn_delete(&mut self) -> Option<tokio::task::JoinHandle<()>> {
+        let turn = self.turn.take()?;
+        let session = self.session.clone();
+        let key = std::mem::take(&mut self.key);
+        Some(self.session.runtime().spawn(async move {
+            let mut kv = session.client().kv_client();
+            // Until the server confirms, or the lease is gone (which deletes the key too).
+            while !session.is_lost() {
+                if kv.delete(key.as_str(), None).await.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            drop(turn);
+        }))
+    }
+
+    /// Deletes the key and waits for it, up to [`CLEANUP_WAIT`].
+    async fn delete_now(&mut self) {
+        if let Some(task) = self.spawn_delete() {
+            let _ = tokio::time::timeout(CLEANUP_WAIT, task).await;
+        }
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        self.spawn_delete();
+    }
+}
+
+/// Proof of holding a [`Mutex`]; dropping it deletes the key (from a task on the session's
+/// runtime) and so wakes the next waiter.
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct MutexGuard {
+    key: String,
+    token: i64,
+    attempt: Attempt,
+}
+
+impl MutexGuard {
+    /// The fencing token: the create revision of this holder's key. Every later holder of the
+    /// lock, from any client, has a larger one, so a resource that remembers the largest token it
+    /// has seen can refuse a stale holder's writes.
+    pub fn token(&self) -> i64 {
+        self.token
+    }
+
+    /// The holder's key, `name/<lease id in hex>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether the hold is known to be lost, or may be: the session's lease ended or may have
+    /// ended (see [`Session`]). Turns true before the server can delete the key.
+    pub fn is_lost(&self) -> bool {
+        self.attempt.session.is_lost()
+    }
+
+    /// Whether the session's keep-alives are failing now; the hold may still be lost.
+    pub fn is_suspended(&self) -> bool {
+        self.attempt.session.is_suspended()
+    }
+
+    /// Completes when [`is_lost`](Self::is_lost) becomes true.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) {
+        self.attempt.session.lost().await
+    }
+
+    /// Deletes the key now and waits until the server confirms it.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the lease ended first (the key went with it) or the delete did
+    /// not complete within a few seconds (it goes on in the background until the lease ends).
+    pub async fn release(mut self) -> Result<(), Error> {
+        let Some(task) = self.attempt.spawn_delete() else {
+            return Ok(());
+        };
+        let session = self.attempt.session.clone();
+        match tokio::time::timeout(CLEANUP_WAIT, task).await {
+            Ok(_) if !session.is_lost() => Ok(()),
+            _ => Err(Error::SessionLost),
+        }
+    }
+}

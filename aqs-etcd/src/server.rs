@@ -1,0 +1,129 @@
+//! A throwaway etcd for tests: Debian's `etcd` on free loopback ports with a temporary data
+//! directory, killed and cleaned up on drop.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use std::{fs, io};
+
+/// A running etcd server, killed (SIGKILL) and its data directory removed on drop, also when
+/// a test panics.
+#[derive(Debug)]
+pub struct TestServer {
+    child: Child,
+    dir: PathBuf,
+    addr: SocketAddr,
+}
+
+impl TestServer {
+    /// Starts a single-member etcd on free loopback client and peer ports and waits up to
+    /// `timeout` until its `/health` endpoint reports healthy. The binary is `etcd` from `PATH`,
+    /// or `AQS_ETCD_BIN`.
+    ///
+    /// # Errors
+    /// Fails if `etcd` cannot be spawned, exits, or is not healthy within `timeout`; the error
+    /// carries the tail of the server's log.
+    pub fn start(timeout: Duration) -> io::Result<TestServer> {
+        // Both ports are picked while both listeners are open, so they differ.
+        let a = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let b = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let (cport, pport) = (a.local_addr()?.port(), b.local_addr()?.port());
+        drop((a, b));
+        let dir = std::env::temp_dir().join(format!("aqs-etcd-{}-{cport}", std::process::id()));
+        fs::create_dir_all(&dir)?;
+        let log = fs::File::create(dir.join("etcd.log"))?;
+        let bin = std::env::var("AQS_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
+        let client = format!("http://127.0.0.1:{cport}");
+        let peer = format!("http://127.0.0.1:{pport}");
+        let child = Command::new(bin)
+            .arg("--name=aqs")
+            .arg(format!("--data-dir={}", dir.join("data").display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=aqs={peer}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        let mut server = TestServer {
+            child,
+            dir,
+            addr: (Ipv4Addr::LOCALHOST, cport).into(),
+        };
+        server.wait_healthy(timeout)?;
+        Ok(server)
+    }
+
+    fn wait_healthy(&mut self, timeout: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.healthy() {
+                return Ok(());
+            }
+            if let Some(status) = self.child.try_wait()? {
+                return Err(self.failure(format!("etcd exited with {status}")));
+            }
+            if Instant::now() >= deadline {
+                return Err(self.failure(format!("etcd not healthy within {timeout:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn healthy(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let req = format!("GET /health HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr);
+        if s.write_all(req.as_bytes()).is_err() {
+            return false;
+        }
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.contains("\"health\":\"true\"")
+    }
+
+    fn failure(&self, what: String) -> io::Error {
+        let log = fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
+        let tail: String = log
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        io::Error::other(format!("{what}; log tail:\n{tail}"))
+    }
+
+    /// The client address, `127.0.0.1:PORT`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The client endpoint as `etcd_client::Client::connect` and `etcdctl --endpoints` take it.
+    pub fn endpoint(&self) -> String {
+        self.addr.to_string()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
