@@ -17,6 +17,16 @@ pub enum Error {
     /// A session TTL that is not a whole number of seconds from 1 s to etcd's maximum
     /// (9,000,000,000 s): etcd counts lease TTLs in whole seconds. Nothing was written.
     InvalidTtl(Duration),
+    /// A semaphore limit of 0: no one could ever acquire. Nothing was written.
+    InvalidLimit,
+    /// A request for 0 permits, or for more than the semaphore's limit, which could never be
+    /// granted. Nothing was written.
+    InvalidPermits {
+        /// The permits asked for.
+        requested: u32,
+        /// The semaphore's limit.
+        limit: u32,
+    },
     /// The session's lease ended, or may have ended: it expired, was revoked, or the client has
     /// not had a keep-alive answered for so long that the server may already have expired it
     /// (see [`Session`](crate::Session)). Nothing was granted.
@@ -34,6 +44,11 @@ impl fmt::Display for Error {
             Error::InvalidTtl(t) => write!(
                 f,
                 "invalid session TTL {t:?}: etcd takes whole seconds from 1 to 9000000000"
+            ),
+            Error::InvalidLimit => f.write_str("a semaphore limit must be at least 1"),
+            Error::InvalidPermits { requested, limit } => write!(
+                f,
+                "cannot acquire {requested} permits of a semaphore with limit {limit}"
             ),
             Error::SessionLost => f.write_str("the etcd session's lease ended or may have ended"),
             Error::Closed => f.write_str("the etcd session is closed"),

@@ -4,12 +4,13 @@
 //! |---|---|---|
 //! | `concurrency.Session` | [`Session`] | one lease, kept alive by the crate |
 //! | `concurrency.Mutex`, `etcdctl lock NAME` | [`Mutex`] | `NAME/<lease id in hex>` |
+//! | (none; Curator's `InterProcessSemaphoreV2`) | [`Semaphore`] | `NAME/lock/<lease hex>`, `NAME/leases/<lease hex>-<seq>` |
 //!
 //! A [`Mutex`] uses exactly the key layout of Go's `concurrency.Mutex`, so a Rust holder,
 //! `etcdctl lock NAME` and the server's `v3lock` service on the same name exclude each other and
 //! queue in one order (by create revision).
 //!
-//! The API is async, on Tokio. Every guard:
+//! The API is async, on Tokio. Every guard and permit:
 //! - deletes its key when dropped, from a task on the runtime that granted it;
 //! - has a [`token`](MutexGuard::token), the create revision of its key, which grows with every
 //!   later grant (a fencing token);
@@ -39,12 +40,14 @@
 
 mod error;
 mod mutex;
+mod semaphore;
 pub mod server;
 mod session;
 
 pub use error::Error;
 pub use etcd_client;
 pub use mutex::{Mutex, MutexGuard};
+pub use semaphore::{Permit, Semaphore};
 pub use session::Session;
 
 /// Compiles the README's examples as doc tests.

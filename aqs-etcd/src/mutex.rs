@@ -157,7 +157,10 @@ impl Mutex {
         self.lock_until(Some(Instant::from_std(deadline))).await
     }
 
-    async fn lock_until(&self, deadline: Option<Instant>) -> Result<Option<MutexGuard>, Error> {
+    pub(crate) async fn lock_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MutexGuard>, Error> {
         self.check_session()?;
         let queue = self.session.local_queue(&self.name);
         // M1: this session's contenders for the name go one at a time. A deadline that has
@@ -175,7 +178,7 @@ impl Mutex {
         };
         let mut attempt = Attempt {
             session: self.session.clone(),
-            key: self.key.clone(),
+            key: Some(self.key.clone()),
             turn: Some(turn),
         };
         match self.contend(deadline).await {
@@ -325,7 +328,7 @@ impl Mutex {
     }
 }
 
-fn header_revision(h: Option<&etcd_client::ResponseHeader>) -> i64 {
+pub(crate) fn header_revision(h: Option<&etcd_client::ResponseHeader>) -> i64 {
     h.map(|h| h.revision()).unwrap_or(0)
 }
 
@@ -337,7 +340,11 @@ fn first_create_revision(op: &TxnOpResponse) -> Option<i64> {
 }
 
 /// Runs one request, giving up at `deadline` (`Ok(None)`) or when the session is lost.
-async fn bounded<T, F>(s: &Session, deadline: Option<Instant>, f: F) -> Result<Option<T>, Error>
+pub(crate) async fn bounded<T, F>(
+    s: &Session,
+    deadline: Option<Instant>,
+    f: F,
+) -> Result<Option<T>, Error>
 where
     F: Future<Output = Result<T, etcd_client::Error>>,
 {
@@ -356,19 +363,20 @@ where
 
 /// One contender's key, deleted when dropped (M4).
 #[derive(Debug)]
-struct Attempt {
-    session: Session,
-    key: String,
+pub(crate) struct Attempt {
+    pub(crate) session: Session,
+    /// The key, until its delete has been started.
+    pub(crate) key: Option<String>,
     /// This session's turn for the name (M1), held until the key is deleted.
-    turn: Option<OwnedMutexGuard<()>>,
+    pub(crate) turn: Option<OwnedMutexGuard<()>>,
 }
 
 impl Attempt {
     /// Starts deleting the key on the session's runtime; the task holds the turn until done.
-    fn spawn_delete(&mut self) -> Option<tokio::task::JoinHandle<()>> {
-        let turn = self.turn.take()?;
+    pub(crate) fn spawn_delete(&mut self) -> Option<tokio::task::JoinHandle<()>> {
+        let key = self.key.take()?;
+        let turn = self.turn.take();
         let session = self.session.clone();
-        let key = std::mem::take(&mut self.key);
         Some(self.session.runtime().spawn(async move {
             let mut kv = session.client().kv_client();
             // Until the server confirms, or the lease is gone (which deletes the key too).
@@ -383,7 +391,7 @@ impl Attempt {
     }
 
     /// Deletes the key and waits for it, up to [`CLEANUP_WAIT`].
-    async fn delete_now(&mut self) {
+    pub(crate) async fn delete_now(&mut self) {
         if let Some(task) = self.spawn_delete() {
             let _ = tokio::time::timeout(CLEANUP_WAIT, task).await;
         }
@@ -444,12 +452,18 @@ impl MutexGuard {
     /// [`Error::SessionLost`] if the lease ended first (the key went with it) or the delete did
     /// not complete within a few seconds (it goes on in the background until the lease ends).
     pub async fn release(mut self) -> Result<(), Error> {
-        let Some(task) = self.attempt.spawn_delete() else {
+        self.attempt.release().await
+    }
+}
+
+impl Attempt {
+    /// Deletes the key now and waits until the server confirms it, as guards' `release` do.
+    pub(crate) async fn release(&mut self) -> Result<(), Error> {
+        let Some(task) = self.spawn_delete() else {
             return Ok(());
         };
-        let session = self.attempt.session.clone();
         match tokio::time::timeout(CLEANUP_WAIT, task).await {
-            Ok(_) if !session.is_lost() => Ok(()),
+            Ok(_) if !self.session.is_lost() => Ok(()),
             _ => Err(Error::SessionLost),
         }
     }

@@ -94,6 +94,8 @@ struct Inner {
     /// One in-process queue per lock name: a session has one key per name (the key is named
     /// after the lease), so its own contenders on one name take turns here first.
     locals: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Numbers the session's semaphore lease keys, so each key's name is known before it is put.
+    next_seq: std::sync::atomic::AtomicU64,
 }
 
 impl Session {
@@ -135,6 +137,7 @@ impl Session {
                 keeper,
                 rt: tokio::runtime::Handle::current(),
                 locals: Default::default(),
+                next_seq: Default::default(),
             }),
         })
     }
@@ -218,6 +221,13 @@ impl Session {
     pub(crate) fn local_queue(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locals = self.inner.locals.lock().unwrap_or_else(|e| e.into_inner());
         locals.entry(name.to_owned()).or_default().clone()
+    }
+
+    /// A number not handed out before by this session.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.inner
+            .next_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The runtime the session was created on.
