@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `concurrency.Session` | [`Session`] | one lease, kept alive by the crate |
 //! | `concurrency.Mutex`, `etcdctl lock NAME` | [`Mutex`] | `NAME/<lease id in hex>` |
+//! | `recipes.RWMutex` (Go `contrib/recipes`) | [`RwLock`] | `NAME/read/<unique>`, `NAME/write/<unique>` |
 //! | (none; Curator's `InterProcessSemaphoreV2`) | [`Semaphore`] | `NAME/lock/<lease hex>`, `NAME/leases/<lease hex>-<seq>` |
 //!
 //! A [`Mutex`] uses exactly the key layout of Go's `concurrency.Mutex`, so a Rust holder,
@@ -40,6 +41,7 @@
 
 mod error;
 mod mutex;
+mod rwlock;
 mod semaphore;
 pub mod server;
 mod session;
@@ -47,6 +49,7 @@ mod session;
 pub use error::Error;
 pub use etcd_client;
 pub use mutex::{Mutex, MutexGuard};
+pub use rwlock::{RwLock, RwLockGuard};
 pub use semaphore::{Permit, Semaphore};
 pub use session::Session;
 
