@@ -30,6 +30,16 @@ use tokio::time::Instant;
 
 use crate::{Error, Session};
 
+/// The least time an acquire's first look (its create request and the answer that decides
+/// whether it holds) is given, even when the deadline is sooner or has passed: `try_lock` and
+/// zero timeouts make one real look instead of giving up before asking.
+pub(crate) const MIN_LOOK: Duration = Duration::from_secs(1);
+
+/// The deadline for an acquire's own requests: `deadline`, but at least [`MIN_LOOK`] from now.
+pub(crate) fn look_deadline(deadline: Option<Instant>) -> Option<Instant> {
+    deadline.map(|d| d.max(Instant::now() + MIN_LOOK))
+}
+
 /// How long a timed-out or failed acquire waits for the delete of its key before handing the
 /// delete to a background task (which retries until the server confirms or the lease ends).
 const CLEANUP_WAIT: Duration = Duration::from_secs(2);
@@ -165,6 +175,7 @@ impl Mutex {
         let queue = self.session.local_queue(&self.name);
         // M1: this session's contenders for the name go one at a time. A deadline that has
         // passed still gets one look (try_lock).
+        let look = look_deadline(deadline);
         let turn = match queue.clone().try_lock_owned() {
             Ok(turn) => turn,
             Err(_) => match bounded(&self.session, deadline, async {
@@ -181,7 +192,7 @@ impl Mutex {
             key: Some(self.key.clone()),
             turn: Some(turn),
         };
-        match self.contend(deadline).await {
+        match self.contend(deadline, look).await {
             Ok(Some(token)) => Ok(Some(MutexGuard {
                 key: self.key.clone(),
                 token,
@@ -208,8 +219,13 @@ impl Mutex {
         }
     }
 
-    /// Puts the key if absent and waits for its turn; `Some(create revision)` once held.
-    async fn contend(&self, deadline: Option<Instant>) -> Result<Option<i64>, Error> {
+    /// Puts the key if absent and waits for its turn; `Some(create revision)` once held. The
+    /// requests are bounded by `look`, the waits by `deadline`.
+    async fn contend(
+        &self,
+        deadline: Option<Instant>,
+        look: Option<Instant>,
+    ) -> Result<Option<i64>, Error> {
         let s = &self.session;
         let mut kv = s.client().kv_client();
         let first = GetOptions::new()
@@ -235,7 +251,7 @@ impl Mutex {
                 TxnOp::get(self.key.as_str(), None),
                 TxnOp::get(self.prefix.as_str(), Some(first.clone())),
             ]);
-        let Some(resp) = bounded(s, deadline, kv.txn(create)).await? else {
+        let Some(resp) = bounded(s, look, kv.txn(create)).await? else {
             return Ok(None);
         };
         let ops = resp.op_responses();
@@ -264,7 +280,7 @@ impl Mutex {
                     own,
                 )])
                 .and_then([TxnOp::get(self.prefix.as_str(), Some(first.clone()))]);
-            let Some(resp) = bounded(s, deadline, kv.txn(confirm)).await? else {
+            let Some(resp) = bounded(s, look, kv.txn(confirm)).await? else {
                 return Ok(None);
             };
             if !resp.succeeded() {

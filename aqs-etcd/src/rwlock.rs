@@ -27,7 +27,7 @@ use etcd_client::{
 };
 use tokio::time::Instant;
 
-use crate::mutex::{bounded, header_revision, Attempt};
+use crate::mutex::{bounded, header_revision, look_deadline, Attempt};
 use crate::{Error, Session};
 
 /// A cluster-wide read-write lock with the layout of etcd's Go `recipes.RWMutex`: readers share,
@@ -180,6 +180,7 @@ impl RwLock {
         deadline: Option<Instant>,
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
+        let look = look_deadline(deadline);
         let mut kv = s.client().kv_client();
         let mut watches = s.client().watch_client();
         let blockers = match side {
@@ -193,7 +194,7 @@ impl RwLock {
                 "",
                 Some(PutOptions::new().with_lease(s.lease_id())),
             )]);
-        let Some(resp) = bounded(s, deadline, kv.txn(put)).await? else {
+        let Some(resp) = bounded(s, look, kv.txn(put)).await? else {
             return Ok(None);
         };
         if !resp.succeeded() {
@@ -208,10 +209,10 @@ impl RwLock {
                 .with_sort(SortTarget::Mod, SortOrder::Descend)
                 .with_limit(1)
                 .with_max_mod_revision(own - 1);
-            let look = Txn::new()
+            let query = Txn::new()
                 .when([Compare::create_revision(key, CompareOp::Equal, own)])
                 .and_then([TxnOp::get(blockers.as_str(), Some(last_before))]);
-            let Some(resp) = bounded(s, deadline, kv.txn(look)).await? else {
+            let Some(resp) = bounded(s, look, kv.txn(query)).await? else {
                 return Ok(None);
             };
             if !resp.succeeded() {

@@ -29,7 +29,7 @@ use etcd_client::{
 };
 use tokio::time::Instant;
 
-use crate::mutex::{bounded, header_revision, Attempt};
+use crate::mutex::{bounded, header_revision, look_deadline, Attempt};
 use crate::{Error, Mutex, Session};
 
 /// A cluster-wide counting semaphore with a fixed limit: fair (FIFO), work-conserving, a release
@@ -155,6 +155,7 @@ impl Semaphore {
                 limit: self.limit,
             });
         }
+        let look = look_deadline(deadline);
         let Some(gate) = self.gate.lock_until(deadline).await? else {
             return Ok(None);
         };
@@ -166,7 +167,7 @@ impl Semaphore {
             key: Some(key.clone()),
             turn: None,
         };
-        let r = self.grant(&gate, &key, n, deadline).await;
+        let r = self.grant(&gate, &key, n, deadline, look).await;
         drop(gate); // the next contender may look now
         match r {
             Ok(Some(token)) => Ok(Some(Permit {
@@ -186,13 +187,15 @@ impl Semaphore {
         }
     }
 
-    /// Holding the gate: waits until `n` permits are free and puts the lease key (P1-P3).
+    /// Holding the gate: waits until `n` permits are free and puts the lease key (P1-P3). The
+    /// requests are bounded by `look`, the waits by `deadline`.
     async fn grant(
         &self,
         gate: &crate::MutexGuard,
         key: &str,
         n: u32,
         deadline: Option<Instant>,
+        look: Option<Instant>,
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
         let mut kv = s.client().kv_client();
@@ -200,7 +203,7 @@ impl Semaphore {
         let limit = u64::from(self.limit);
         loop {
             let opts = GetOptions::new().with_prefix();
-            let Some(resp) = bounded(s, deadline, kv.get(self.leases.as_str(), Some(opts))).await?
+            let Some(resp) = bounded(s, look, kv.get(self.leases.as_str(), Some(opts))).await?
             else {
                 return Ok(None);
             };
@@ -227,13 +230,16 @@ impl Semaphore {
                         n.to_string(),
                         Some(PutOptions::new().with_lease(s.lease_id())),
                     )]);
-                let Some(resp) = bounded(s, deadline, kv.txn(put)).await? else {
+                let Some(resp) = bounded(s, look, kv.txn(put)).await? else {
                     return Ok(None);
                 };
                 if !resp.succeeded() {
                     return Err(Error::SessionLost); // the gate key is gone: the lease ended
                 }
                 return Ok(Some(header_revision(resp.header())));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
             }
             // P3: wait for a release, watching from just after the read.
             let from = header_revision(resp.header()) + 1;

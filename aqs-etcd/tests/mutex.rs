@@ -184,3 +184,22 @@ fn types_are_send_and_sync() {
     check::<aqs_etcd::MutexGuard>();
     check::<Error>();
 }
+
+/// Regression: a zero timeout once raced the create request against a deadline that had
+/// already passed, so `try_lock` could give up on a free lock without asking the server.
+#[tokio::test]
+async fn try_lock_on_a_free_lock_always_looks() {
+    let server = server();
+    let s = session(&server, 10).await;
+    let m = Mutex::new(&s, "/t/try").unwrap();
+    for _ in 0..20 {
+        let g = m.try_lock().await.unwrap().expect("a free lock is taken");
+        g.release().await.unwrap();
+        let g = m
+            .try_lock_for(Duration::ZERO)
+            .await
+            .unwrap()
+            .expect("zero timeout");
+        g.release().await.unwrap();
+    }
+}
