@@ -12,7 +12,7 @@ use std::time::Duration;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The lock name is empty. Nothing was written.
+    /// The lock name is empty (or a multi-lock has no parts). Nothing was written.
     InvalidName(String),
     /// A session TTL that is not a whole number of seconds from 1 s to etcd's maximum
     /// (9,000,000,000 s): etcd counts lease TTLs in whole seconds. Nothing was written.
@@ -27,6 +27,8 @@ pub enum Error {
         /// The semaphore's limit.
         limit: u32,
     },
+    /// A multi-lock names the same lock twice; it would wait for itself.
+    DuplicateLock(String),
     /// The session's lease ended, or may have ended: it expired, was revoked, or the client has
     /// not had a keep-alive answered for so long that the server may already have expired it
     /// (see [`Session`](crate::Session)). Nothing was granted.
@@ -50,6 +52,7 @@ impl fmt::Display for Error {
                 f,
                 "cannot acquire {requested} permits of a semaphore with limit {limit}"
             ),
+            Error::DuplicateLock(n) => write!(f, "the multi-lock names {n:?} twice"),
             Error::SessionLost => f.write_str("the etcd session's lease ended or may have ended"),
             Error::Closed => f.write_str("the etcd session is closed"),
             Error::Etcd(e) => write!(f, "etcd: {e}"),

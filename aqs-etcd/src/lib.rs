@@ -5,13 +5,15 @@
 //! | `concurrency.Session` | [`Session`] | one lease, kept alive by the crate |
 //! | `concurrency.Mutex`, `etcdctl lock NAME` | [`Mutex`] | `NAME/<lease id in hex>` |
 //! | `recipes.RWMutex` (Go `contrib/recipes`) | [`RwLock`] | `NAME/read/<unique>`, `NAME/write/<unique>` |
+//! | (none; Curator's `InterProcessMultiLock`) | [`MultiLock`] | the parts' own keys |
 //! | (none; Curator's `InterProcessSemaphoreV2`) | [`Semaphore`] | `NAME/lock/<lease hex>`, `NAME/leases/<lease hex>-<seq>` |
 //!
 //! A [`Mutex`] uses exactly the key layout of Go's `concurrency.Mutex`, so a Rust holder,
 //! `etcdctl lock NAME` and the server's `v3lock` service on the same name exclude each other and
 //! queue in one order (by create revision).
 //!
-//! The API is async, on Tokio. Every guard and permit:
+//! The API is async, on Tokio; [`blocking`] wraps it for threads with the in-process `aqs`
+//! names. Every guard and permit:
 //! - deletes its key when dropped, from a task on the runtime that granted it;
 //! - has a [`token`](MutexGuard::token), the create revision of its key, which grows with every
 //!   later grant (a fencing token);
@@ -39,7 +41,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod blocking;
 mod error;
+mod multi;
 mod mutex;
 mod rwlock;
 mod semaphore;
@@ -48,6 +52,7 @@ mod session;
 
 pub use error::Error;
 pub use etcd_client;
+pub use multi::{MultiGuard, MultiLock};
 pub use mutex::{Mutex, MutexGuard};
 pub use rwlock::{RwLock, RwLockGuard};
 pub use semaphore::{Permit, Semaphore};
