@@ -73,3 +73,70 @@ pub async fn still_waiting<T>(f: &tokio::task::JoinHandle<T>, d: Duration) -> bo
     tokio::time::sleep(d).await;
     !f.is_finished()
 }
+
+/// A loopback TCP proxy in front of the server that can stop forwarding both ways while
+/// keeping the connections open, as a network partition does: the client behind it sees its
+/// requests go unanswered, and the server hears nothing from it.
+pub struct Proxy {
+    addr: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    /// Starts forwarding a free loopback port to `upstream`.
+    pub fn start(upstream: std::net::SocketAddr) -> Proxy {
+        use std::sync::atomic::AtomicBool;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let addr = listener.local_addr().unwrap();
+        let cut = std::sync::Arc::new(AtomicBool::new(false));
+        let c = cut.clone();
+        std::thread::spawn(move || {
+            for down in listener.incoming().flatten() {
+                let Ok(up) = std::net::TcpStream::connect(upstream) else {
+                    continue;
+                };
+                pipe(
+                    down.try_clone().unwrap(),
+                    up.try_clone().unwrap(),
+                    c.clone(),
+                );
+                pipe(up, down, c.clone());
+            }
+        });
+        Proxy { addr, cut }
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Stops forwarding: bytes from either side are read and dropped from now on.
+    pub fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn pipe(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if cut.load(std::sync::atomic::Ordering::SeqCst) {
+                continue; // a partition: dropped on the floor
+            }
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Both);
+    });
+}
