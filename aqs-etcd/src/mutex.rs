@@ -11,9 +11,9 @@
 //!   is still deleting.
 //! - **M2** A waiter waits for the deletion of its predecessor only: the key with the largest
 //!   create revision below its own. After each deletion it looks again.
-//! - **M3** Every grant is decided by one request that compares the waiter's own key's create
-//!   revision with the one it was created at, and reads the first key under `NAME/` in the same
-//!   transaction: no grant through a key the server has already deleted.
+//! - **M3** Every grant is decided by one request: the create txn that finds our key first, or a
+//!   txn that compares our key's create revision with the one it was created at and, in the
+//!   same transaction, finds no key before it. No grant through a key the server has deleted.
 //! - **M4** An attempt's key is deleted on every path that does not hand it to a guard
 //!   (timeout, error, cancellation), even if the create's reply was lost: the key's name
 //!   depends only on the lease, so it is known before the create is sent.
@@ -22,8 +22,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn,
-    TxnOp, TxnOpResponse, WatchOptions,
+    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse, WatchOptions,
 };
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
@@ -261,82 +261,62 @@ impl Mutex {
             // A key of ours from an attempt whose delete has not run: adopt it, as Go does.
             first_create_revision(&ops[0]).ok_or(Error::SessionLost)?
         };
-        let mut head = first_create_revision(&ops[1]);
+        if first_create_revision(&ops[1]) == Some(own) {
+            return Ok(Some(own)); // the same request showed our key exists and is first
+        }
+        let mut watches = s.client().watch_client();
         loop {
-            if head == Some(own) {
-                return Ok(Some(own));
-            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(None);
             }
-            if !self.wait_predecessors(own, deadline).await? {
-                return Ok(None);
-            }
-            // M3: confirm in one request that our key is still the one we created.
-            let confirm = Txn::new()
-                .when([Compare::create_revision(
-                    self.key.as_str(),
-                    CompareOp::Equal,
-                    own,
-                )])
-                .and_then([TxnOp::get(self.prefix.as_str(), Some(first.clone()))]);
-            let Some(resp) = bounded(s, look, kv.txn(confirm)).await? else {
-                return Ok(None);
-            };
-            if !resp.succeeded() {
-                return Err(Error::SessionLost); // our key is gone: the lease ended
-            }
-            head = first_create_revision(&resp.op_responses()[0]);
-        }
-    }
-
-    /// M2: waits until no key under the name has a create revision below `own`. `Ok(false)` at
-    /// the deadline.
-    async fn wait_predecessors(&self, own: i64, deadline: Option<Instant>) -> Result<bool, Error> {
-        let s = &self.session;
-        let client: &Client = s.client();
-        let mut kv = client.kv_client();
-        let mut watches = client.watch_client();
-        loop {
+            // M2, M3: in one request, confirm our key is the one we created and find the key
+            // just before it (the largest create revision below ours).
             let last_before = GetOptions::new()
                 .with_prefix()
                 .with_sort(SortTarget::Create, SortOrder::Descend)
                 .with_limit(1)
                 .with_max_create_revision(own - 1);
-            let Some(resp) =
-                bounded(s, deadline, kv.get(self.prefix.as_str(), Some(last_before))).await?
-            else {
-                return Ok(false);
+            let query = Txn::new()
+                .when([Compare::create_revision(
+                    self.key.as_str(),
+                    CompareOp::Equal,
+                    own,
+                )])
+                .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
+            let Some(resp) = bounded(s, look, kv.txn(query)).await? else {
+                return Ok(None);
             };
-            let Some(pred) = resp.kvs().first() else {
-                return Ok(true);
+            if !resp.succeeded() {
+                return Err(Error::SessionLost); // our key is gone: the lease ended
+            }
+            let pred = match &resp.op_responses()[0] {
+                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.key().to_vec()),
+                _ => None,
             };
-            let pred = pred.key().to_vec();
+            let Some(pred) = pred else {
+                return Ok(Some(own));
+            };
             // Watch from just after the read, so a delete between the two is not missed.
             let from = header_revision(resp.header()) + 1;
-            let Some(mut stream) = bounded(
-                s,
-                deadline,
-                watches.watch(pred, Some(WatchOptions::new().with_start_revision(from))),
-            )
-            .await?
+            let opts = WatchOptions::new().with_start_revision(from);
+            let Some(mut stream) = bounded(s, deadline, watches.watch(pred, Some(opts))).await?
             else {
-                return Ok(false);
+                return Ok(None);
             };
             loop {
                 let Some(msg) = bounded(s, deadline, stream.message()).await? else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 match msg {
                     Some(w) if w.canceled() => break,
-                    Some(w) => {
+                    Some(w)
                         if w.events()
                             .iter()
-                            .any(|e| e.event_type() == EventType::Delete)
-                        {
-                            break;
-                        }
+                            .any(|e| e.event_type() == EventType::Delete) =>
+                    {
+                        break
                     }
+                    Some(_) => {}
                     None => break,
                 }
             }
