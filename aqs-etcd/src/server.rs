@@ -82,17 +82,47 @@ impl TestServer {
     }
 
     fn healthy(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let req = format!("GET /health HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr);
-        if s.write_all(req.as_bytes()).is_err() {
-            return false;
-        }
+        self.http_get("/health")
+            .map(|body| body.contains("\"health\":\"true\""))
+            .unwrap_or(false)
+    }
+
+    /// The server's Prometheus metrics, as text (for counting requests and watch events).
+    ///
+    /// # Errors
+    /// If the server does not answer.
+    pub fn metrics(&self) -> io::Result<String> {
+        self.http_get("/metrics")
+    }
+
+    /// The sum of every sample of the metric `name` whose labels contain all of `labels`
+    /// (`key="value"` strings), from [`metrics`](Self::metrics).
+    ///
+    /// # Errors
+    /// If the server does not answer.
+    pub fn metric_sum(&self, name: &str, labels: &[&str]) -> io::Result<f64> {
+        let text = self.metrics()?;
+        Ok(text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (series, value) = l.rsplit_once(' ')?;
+                let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+                (metric == name && labels.iter().all(|lab| rest.contains(lab)))
+                    .then(|| value.parse::<f64>().ok())
+                    .flatten()
+            })
+            .sum())
+    }
+
+    fn http_get(&self, path: &str) -> io::Result<String> {
+        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", self.addr);
+        s.write_all(req.as_bytes())?;
         let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.contains("\"health\":\"true\"")
+        s.read_to_string(&mut body)?;
+        Ok(body)
     }
 
     fn failure(&self, what: String) -> io::Error {
