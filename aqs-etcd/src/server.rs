@@ -139,6 +139,35 @@ impl TestServer {
         io::Error::other(format!("{what}; log tail:\n{tail}"))
     }
 
+    /// Freezes the server (SIGSTOP): it answers nothing and its clocks' effects wait until
+    /// [`thaw`](Self::thaw), as in a long pause.
+    ///
+    /// # Errors
+    /// If `kill` cannot be run.
+    pub fn freeze(&self) -> io::Result<()> {
+        self.signal("-STOP")
+    }
+
+    /// Lets a frozen server run again (SIGCONT).
+    ///
+    /// # Errors
+    /// If `kill` cannot be run.
+    pub fn thaw(&self) -> io::Result<()> {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, sig: &str) -> io::Result<()> {
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(self.child.id().to_string())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("kill {sig} failed: {status}")))
+        }
+    }
+
     /// The client address, `127.0.0.1:PORT`.
     pub fn addr(&self) -> SocketAddr {
         self.addr
