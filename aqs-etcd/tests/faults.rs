@@ -86,34 +86,9 @@ async fn a_cut_off_holder_learns_of_loss_before_the_server_deletes_its_key() {
 /// enters with a larger token.
 #[tokio::test]
 async fn a_killed_holders_key_goes_with_its_lease_and_the_next_waiter_enters() {
-    use std::io::BufRead;
     let server = server();
     let c = client(&server).await;
-    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_aqs-etcd-worker"))
-        .args([&server.endpoint(), "/f/kill", "2"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let out = worker.stdout.take().unwrap();
-    let mut worker = Kill(worker);
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        std::io::BufReader::new(out).read_line(&mut line).unwrap();
-        line
-    });
-    let line = bounded("the worker holding", line).await.unwrap();
-    let mut parts = line.split_whitespace().skip(1);
-    let (key, token): (String, i64) = (
-        parts.next().unwrap().to_owned(),
-        parts.next().unwrap().parse().unwrap(),
-    );
+    let (mut worker, key, token) = Worker::hold(&server, "/f/kill").await;
     assert_eq!(keys(&c, "/f/kill").await, vec![(key.clone(), token)]);
     let s = session(&server, 10).await;
     let m = Mutex::new(&s, "/f/kill").unwrap();
@@ -165,4 +140,121 @@ async fn a_frozen_server_past_the_ttl_grants_no_one() {
     }
     server.thaw().unwrap();
     wait_keys(&c, "/f/frozen", 0).await;
+}
+
+/// A worker process holding a `Mutex` with a 2 s TTL; killed on drop.
+struct Worker(std::process::Child);
+
+impl Worker {
+    /// Starts a worker on `name` and waits until it holds: its key and token.
+    async fn hold(server: &aqs_etcd::server::TestServer, name: &str) -> (Worker, String, i64) {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aqs-etcd-worker"))
+            .args([&server.endpoint(), name, "2"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let worker = Worker(child);
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufReader::new(out).read_line(&mut line).unwrap();
+            line
+        });
+        let line = bounded("the worker holding", line).await.unwrap();
+        let mut parts = line.split_whitespace().skip(1);
+        let key = parts.next().expect("held KEY TOKEN").to_owned();
+        let token = parts.next().expect("held KEY TOKEN").parse().unwrap();
+        (worker, key, token)
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A holder process frozen (SIGSTOP) past its TTL: the server ends its lease and the next
+/// waiter enters with a larger token, so a resource that checks tokens fences the old holder
+/// off; when the holder runs again it learns of the loss at once (it exits with "lost").
+#[tokio::test]
+async fn a_frozen_holder_is_fenced_off_and_learns_of_loss_when_it_runs() {
+    let server = server();
+    let c = client(&server).await;
+    let (mut worker, key, token) = Worker::hold(&server, "/f/paused").await;
+    assert_eq!(keys(&c, "/f/paused").await, vec![(key, token)]);
+    let s = session(&server, 10).await;
+    let m = Mutex::new(&s, "/f/paused").unwrap();
+    let waiter = tokio::spawn(async move { m.lock().await });
+    assert!(still_waiting(&waiter, Duration::from_millis(300)).await);
+    worker.signal("-STOP");
+    let g = bounded("the waiter after the frozen holder's lease ends", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        g.token() > token,
+        "the new holder's token fences the old one off"
+    );
+    worker.signal("-CONT");
+    let status = bounded("the thawed holder noticing", async {
+        loop {
+            if let Some(st) = worker.0.try_wait().unwrap() {
+                return st;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        !status.success(),
+        "the worker exits only when it learns of loss"
+    );
+}
+
+/// Many acquires from several sessions with short timeouts, some cancelled by dropping the
+/// future: when all are done, no key of theirs is left.
+#[tokio::test]
+async fn churn_with_timeouts_and_cancellation_leaves_no_key() {
+    let server = server();
+    let c = client(&server).await;
+    let mut tasks = Vec::new();
+    for i in 0..4u64 {
+        let s = session(&server, 10).await;
+        tasks.push(tokio::spawn(async move {
+            let m = Mutex::new(&s, "/f/churn").unwrap();
+            for j in 0..15u64 {
+                let t = Duration::from_millis((i * 7 + j * 13) % 40);
+                if j % 3 == 0 {
+                    // Cancelled from outside, at any point of the attempt.
+                    let _ = tokio::time::timeout(t, m.lock()).await;
+                } else if let Some(g) = m.try_lock_for(t).await.unwrap() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    drop(g);
+                }
+            }
+            s
+        }));
+    }
+    let mut sessions = Vec::new();
+    for t in tasks {
+        sessions.push(bounded("a churning task", t).await.unwrap());
+    }
+    // Deletes of dropped guards and cancelled attempts run in the background: bounded wait.
+    wait_keys(&c, "/f/churn", 0).await;
+    assert!(
+        sessions.iter().all(|s| !s.is_lost()),
+        "no key went by lease expiry"
+    );
 }
