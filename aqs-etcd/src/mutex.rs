@@ -17,6 +17,10 @@
 //! - **M4** An attempt's key is deleted on every path that does not hand it to a guard
 //!   (timeout, error, cancellation), even if the create's reply was lost: the key's name
 //!   depends only on the lease, so it is known before the create is sent.
+//! - **M5** A request that fails to reach the server (a restart, a lost connection) is retried
+//!   every 100 ms until the deadline or the session's loss; a refusal is returned. So a server
+//!   outage shorter than the loss bound is invisible to a waiter, and a longer one ends it with
+//!   `SessionLost`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -39,6 +43,9 @@ pub(crate) const MIN_LOOK: Duration = Duration::from_secs(1);
 pub(crate) fn look_deadline(deadline: Option<Instant>) -> Option<Instant> {
     deadline.map(|d| d.max(Instant::now() + MIN_LOOK))
 }
+
+/// How long to wait before retrying a request that failed to reach the server (M5).
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// How long a timed-out or failed acquire waits for the delete of its key before handing the
 /// delete to a background task (which retries until the server confirms or the lease ends).
@@ -118,9 +125,9 @@ impl Mutex {
     ///
     /// # Errors
     /// [`Error::SessionLost`] if the session is or becomes lost, or its key disappears, while
-    /// waiting; [`Error::Closed`] if the session was closed; [`Error::Etcd`] for a failed
-    /// request (the server is down, for example). On error nothing of this attempt stays in
-    /// etcd.
+    /// waiting; [`Error::Closed`] if the session was closed; [`Error::Etcd`] if the server
+    /// refuses a request. A server that cannot be reached is retried every 100 ms until the
+    /// deadline or the session's loss (rule M5). On error nothing of this attempt stays in etcd.
     ///
     /// # Cancel safety
     /// Dropping the future deletes this attempt's key from a task spawned on the session's
@@ -251,8 +258,19 @@ impl Mutex {
                 TxnOp::get(self.key.as_str(), None),
                 TxnOp::get(self.prefix.as_str(), Some(first.clone())),
             ]);
-        let Some(resp) = bounded(s, look, kv.txn(create)).await? else {
-            return Ok(None);
+        // M5: a transient failure (server restarting, connection lost) is retried; the create
+        // is idempotent for our lease.
+        let resp = loop {
+            match bounded(s, look, kv.txn(create.clone())).await {
+                Ok(Some(resp)) => break resp,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, look).await? {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         };
         let ops = resp.op_responses();
         let own = if resp.succeeded() {
@@ -283,8 +301,16 @@ impl Mutex {
                     own,
                 )])
                 .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
-            let Some(resp) = bounded(s, look, kv.txn(query)).await? else {
-                return Ok(None);
+            let resp = match bounded(s, look, kv.txn(query)).await {
+                Ok(Some(resp)) => resp,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5
+                }
+                Err(e) => return Err(e),
             };
             if !resp.succeeded() {
                 return Err(Error::SessionLost); // our key is gone: the lease ended
@@ -299,13 +325,29 @@ impl Mutex {
             // Watch from just after the read, so a delete between the two is not missed.
             let from = header_revision(resp.header()) + 1;
             let opts = WatchOptions::new().with_start_revision(from);
-            let Some(mut stream) = bounded(s, deadline, watches.watch(pred, Some(opts))).await?
-            else {
-                return Ok(None);
+            let mut stream = match bounded(s, deadline, watches.watch(pred, Some(opts))).await {
+                Ok(Some(stream)) => stream,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5
+                }
+                Err(e) => return Err(e),
             };
             loop {
-                let Some(msg) = bounded(s, deadline, stream.message()).await? else {
-                    return Ok(None);
+                let msg = match bounded(s, deadline, stream.message()).await {
+                    Ok(Some(msg)) => msg,
+                    Ok(None) => return Ok(None),
+                    // M5: the stream broke; look again once the server answers.
+                    Err(e) if is_transient(&e) => {
+                        if !pause(s, deadline).await? {
+                            return Ok(None);
+                        }
+                        break;
+                    }
+                    Err(e) => return Err(e),
                 };
                 match msg {
                     Some(w) if w.canceled() => break,
@@ -333,6 +375,34 @@ fn first_create_revision(op: &TxnOpResponse) -> Option<i64> {
         TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.create_revision()),
         _ => None,
     }
+}
+
+/// Whether `e` is a failure to reach the server (it may be restarting, or the connection was
+/// lost) rather than a refusal: worth retrying while the session lives (M5).
+pub(crate) fn is_transient(e: &Error) -> bool {
+    use etcd_client::Error as E;
+    match e {
+        Error::Etcd(E::TransportError(_) | E::IoError(_) | E::WatchError(_)) => true,
+        Error::Etcd(E::GRpcStatus(st)) => matches!(
+            st.code(),
+            tonic::Code::Unavailable
+                | tonic::Code::Unknown
+                | tonic::Code::Cancelled
+                | tonic::Code::DeadlineExceeded
+                | tonic::Code::Aborted
+        ),
+        _ => false,
+    }
+}
+
+/// Waits a little before a retry; `Ok(false)` if `deadline` comes first, an error if the
+/// session is lost first.
+pub(crate) async fn pause(s: &Session, deadline: Option<Instant>) -> Result<bool, Error> {
+    let nap = async {
+        tokio::time::sleep(RETRY_PAUSE).await;
+        Ok::<(), etcd_client::Error>(())
+    };
+    Ok(bounded(s, deadline, nap).await?.is_some())
 }
 
 /// Runs one request, giving up at `deadline` (`Ok(None)`) or when the session is lost.

@@ -15,6 +15,7 @@ pub struct TestServer {
     child: Child,
     dir: PathBuf,
     addr: SocketAddr,
+    peer_port: u16,
 }
 
 impl TestServer {
@@ -33,23 +34,7 @@ impl TestServer {
         drop((a, b));
         let dir = std::env::temp_dir().join(format!("aqs-etcd-{}-{cport}", std::process::id()));
         fs::create_dir_all(&dir)?;
-        let log = fs::File::create(dir.join("etcd.log"))?;
-        let bin = std::env::var("AQS_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
-        let client = format!("http://127.0.0.1:{cport}");
-        let peer = format!("http://127.0.0.1:{pport}");
-        let child = Command::new(bin)
-            .arg("--name=aqs")
-            .arg(format!("--data-dir={}", dir.join("data").display()))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=aqs={peer}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn();
-        let child = match child {
+        let child = match spawn(&dir, cport, pport) {
             Ok(c) => c,
             Err(e) => {
                 let _ = fs::remove_dir_all(&dir);
@@ -60,6 +45,7 @@ impl TestServer {
             child,
             dir,
             addr: (Ipv4Addr::LOCALHOST, cport).into(),
+            peer_port: pport,
         };
         server.wait_healthy(timeout)?;
         Ok(server)
@@ -139,6 +125,28 @@ impl TestServer {
         io::Error::other(format!("{what}; log tail:\n{tail}"))
     }
 
+    /// Kills the server (SIGKILL, as a crash) and waits for it to exit, keeping its ports and
+    /// data directory for [`restart`](Self::restart). A frozen server is killed all the same.
+    ///
+    /// # Errors
+    /// If the process cannot be signalled or waited for.
+    pub fn kill(&mut self) -> io::Result<()> {
+        let _ = self.child.kill();
+        self.child.wait()?;
+        Ok(())
+    }
+
+    /// Starts a killed server again on the same ports and data (its keys and leases survive;
+    /// etcd extends every lease by its TTL when it becomes leader again) and waits until it is
+    /// healthy.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn restart(&mut self, timeout: Duration) -> io::Result<()> {
+        self.child = spawn(&self.dir, self.addr.port(), self.peer_port)?;
+        self.wait_healthy(timeout)
+    }
+
     /// Freezes the server (SIGSTOP): it answers nothing and its clocks' effects wait until
     /// [`thaw`](Self::thaw), as in a long pause.
     ///
@@ -185,4 +193,28 @@ impl Drop for TestServer {
         let _ = self.child.wait();
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Spawns etcd for the data in `dir` on the given client and peer ports, logging to
+/// `dir/etcd.log` (appended, so a restart keeps the earlier log).
+fn spawn(dir: &std::path::Path, cport: u16, pport: u16) -> io::Result<Child> {
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("etcd.log"))?;
+    let bin = std::env::var("AQS_ETCD_BIN").unwrap_or_else(|_| "etcd".into());
+    let client = format!("http://127.0.0.1:{cport}");
+    let peer = format!("http://127.0.0.1:{pport}");
+    Command::new(bin)
+        .arg("--name=aqs")
+        .arg(format!("--data-dir={}", dir.join("data").display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=aqs={peer}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
 }

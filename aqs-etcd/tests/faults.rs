@@ -258,3 +258,61 @@ async fn churn_with_timeouts_and_cancellation_leaves_no_key() {
         "no key went by lease expiry"
     );
 }
+
+/// etcd killed and restarted within the loss bound: the holder's session is suspended, then
+/// live again; its hold and the waiter's place survive (M5), and the release still hands over.
+#[tokio::test]
+async fn a_brief_server_restart_is_invisible_to_holder_and_waiter() {
+    let mut server = server();
+    let (a, b) = (session(&server, 10).await, session(&server, 10).await);
+    let g = Mutex::new(&a, "/f/restart").unwrap().lock().await.unwrap();
+    let mb = Mutex::new(&b, "/f/restart").unwrap();
+    let waiter = tokio::spawn(async move { mb.lock().await });
+    let c = client(&server).await;
+    wait_keys(&c, "/f/restart", 2).await;
+    server.kill().unwrap();
+    bounded("suspended while the server is down", a.suspended()).await;
+    server.restart(Duration::from_secs(30)).unwrap();
+    bounded("live again", async {
+        while a.is_suspended() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(!g.is_lost() && !a.is_lost() && !b.is_lost());
+    assert!(still_waiting(&waiter, Duration::from_millis(300)).await);
+    let token = g.token();
+    g.release().await.unwrap();
+    let gb = bounded("the waiter after the restart", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(gb.token() > token);
+}
+
+/// etcd down for longer than the sessions' loss bound: the holder reports loss, the waiter
+/// fails with `SessionLost` rather than hanging or being granted, and a new session works once
+/// the server is back.
+#[tokio::test]
+async fn a_server_down_past_the_ttl_ends_holds_and_waits() {
+    let mut server = server();
+    let (a, b) = (session(&server, 2).await, session(&server, 2).await);
+    let g = Mutex::new(&a, "/f/down").unwrap().lock().await.unwrap();
+    let mb = Mutex::new(&b, "/f/down").unwrap();
+    let waiter = tokio::spawn(async move { mb.lock().await });
+    let c = client(&server).await;
+    wait_keys(&c, "/f/down", 2).await;
+    server.kill().unwrap();
+    bounded("the holder learning of loss", g.lost()).await;
+    let r = bounded("the waiter", waiter).await.unwrap();
+    assert!(matches!(r, Err(aqs_etcd::Error::SessionLost)), "{r:?}");
+    server.restart(Duration::from_secs(30)).unwrap();
+    let fresh = session(&server, 2).await;
+    let g2 = bounded(
+        "a new session once the old leases end",
+        Mutex::new(&fresh, "/f/down").unwrap().lock(),
+    )
+    .await
+    .unwrap();
+    assert!(g2.token() > g.token());
+}
