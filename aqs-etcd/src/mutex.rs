@@ -405,6 +405,29 @@ pub(crate) async fn pause(s: &Session, deadline: Option<Instant>) -> Result<bool
     Ok(bounded(s, deadline, nap).await?.is_some())
 }
 
+/// Runs a request made by `make`, retrying it while it fails to reach the server (M5), until
+/// `until` (`Ok(None)`) or the session's loss. Only for requests that are safe to repeat.
+pub(crate) async fn request<T, F, Fut>(
+    s: &Session,
+    until: Option<Instant>,
+    mut make: F,
+) -> Result<Option<T>, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    loop {
+        match bounded(s, until, make()).await {
+            Err(e) if is_transient(&e) => {
+                if !pause(s, until).await? {
+                    return Ok(None);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Runs one request, giving up at `deadline` (`Ok(None)`) or when the session is lost.
 pub(crate) async fn bounded<T, F>(
     s: &Session,

@@ -27,7 +27,9 @@ use etcd_client::{
 };
 use tokio::time::Instant;
 
-use crate::mutex::{bounded, header_revision, look_deadline, Attempt};
+use crate::mutex::{
+    bounded, header_revision, is_transient, look_deadline, pause, request, Attempt,
+};
 use crate::{Error, Session};
 
 /// A cluster-wide read-write lock with the layout of etcd's Go `recipes.RWMutex`: readers share,
@@ -181,27 +183,37 @@ impl RwLock {
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
         let look = look_deadline(deadline);
-        let mut kv = s.client().kv_client();
+        let kv = s.client().kv_client();
         let mut watches = s.client().watch_client();
         let blockers = match side {
             Side::Read => format!("{}write/", self.prefix),
             Side::Write => self.prefix.clone(),
         };
+        // Create only if absent, else read it: a retry after a lost reply finds its own key.
         let put = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(
                 key,
                 "",
                 Some(PutOptions::new().with_lease(s.lease_id())),
-            )]);
-        let Some(resp) = bounded(s, look, kv.txn(put)).await? else {
+            )])
+            .or_else([TxnOp::get(key, None)]);
+        let make = || {
+            let (mut kv, put) = (kv.clone(), put.clone());
+            async move { kv.txn(put).await }
+        };
+        let Some(resp) = request(s, look, make).await? else {
             return Ok(None);
         };
-        if !resp.succeeded() {
-            // The name is fresh (lease + sequence); only a server-side retry could repeat it.
-            return Err(Error::SessionLost);
-        }
-        let own = header_revision(resp.header());
+        let own = if resp.succeeded() {
+            header_revision(resp.header())
+        } else {
+            match &resp.op_responses()[0] {
+                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.create_revision()),
+                _ => None,
+            }
+            .ok_or(Error::SessionLost)?
+        };
         loop {
             // R2: our key is still ours, and the last blocking key before it, in one request.
             let last_before = GetOptions::new()
@@ -212,7 +224,11 @@ impl RwLock {
             let query = Txn::new()
                 .when([Compare::create_revision(key, CompareOp::Equal, own)])
                 .and_then([TxnOp::get(blockers.as_str(), Some(last_before))]);
-            let Some(resp) = bounded(s, look, kv.txn(query)).await? else {
+            let make = || {
+                let (mut kv, query) = (kv.clone(), query.clone());
+                async move { kv.txn(query).await }
+            };
+            let Some(resp) = request(s, look, make).await? else {
                 return Ok(None);
             };
             if !resp.succeeded() {
@@ -230,13 +246,28 @@ impl RwLock {
             }
             let from = header_revision(resp.header()) + 1;
             let opts = WatchOptions::new().with_start_revision(from);
-            let Some(mut stream) = bounded(s, deadline, watches.watch(blocker, Some(opts))).await?
-            else {
-                return Ok(None);
+            let mut stream = match bounded(s, deadline, watches.watch(blocker, Some(opts))).await {
+                Ok(Some(stream)) => stream,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5 of the mutex
+                }
+                Err(e) => return Err(e),
             };
             loop {
-                let Some(msg) = bounded(s, deadline, stream.message()).await? else {
-                    return Ok(None);
+                let msg = match bounded(s, deadline, stream.message()).await {
+                    Ok(Some(msg)) => msg,
+                    Ok(None) => return Ok(None),
+                    Err(e) if is_transient(&e) => {
+                        if !pause(s, deadline).await? {
+                            return Ok(None);
+                        }
+                        break; // look again
+                    }
+                    Err(e) => return Err(e),
                 };
                 match msg {
                     Some(w) if w.canceled() => break,

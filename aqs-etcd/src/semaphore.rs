@@ -29,7 +29,9 @@ use etcd_client::{
 };
 use tokio::time::Instant;
 
-use crate::mutex::{bounded, header_revision, look_deadline, Attempt};
+use crate::mutex::{
+    bounded, header_revision, is_transient, look_deadline, pause, request, Attempt,
+};
 use crate::{Error, Mutex, Session};
 
 /// A cluster-wide counting semaphore with a fixed limit: fair (FIFO), work-conserving, a release
@@ -198,13 +200,15 @@ impl Semaphore {
         look: Option<Instant>,
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
-        let mut kv = s.client().kv_client();
+        let kv = s.client().kv_client();
         let mut watches = s.client().watch_client();
         let limit = u64::from(self.limit);
         loop {
-            let opts = GetOptions::new().with_prefix();
-            let Some(resp) = bounded(s, look, kv.get(self.leases.as_str(), Some(opts))).await?
-            else {
+            let make = || {
+                let (mut kv, leases) = (kv.clone(), self.leases.clone());
+                async move { kv.get(leases, Some(GetOptions::new().with_prefix())).await }
+            };
+            let Some(resp) = request(s, look, make).await? else {
                 return Ok(None);
             };
             // Values this crate did not write count as one permit, as Curator counts nodes.
@@ -230,7 +234,12 @@ impl Semaphore {
                         n.to_string(),
                         Some(PutOptions::new().with_lease(s.lease_id())),
                     )]);
-                let Some(resp) = bounded(s, look, kv.txn(put)).await? else {
+                // Repeating the put after a lost reply writes the same value again: harmless.
+                let make = || {
+                    let (mut kv, put) = (kv.clone(), put.clone());
+                    async move { kv.txn(put).await }
+                };
+                let Some(resp) = request(s, look, make).await? else {
                     return Ok(None);
                 };
                 if !resp.succeeded() {
@@ -244,14 +253,29 @@ impl Semaphore {
             // P3: wait for a release, watching from just after the read.
             let from = header_revision(resp.header()) + 1;
             let opts = WatchOptions::new().with_prefix().with_start_revision(from);
-            let Some(mut stream) =
-                bounded(s, deadline, watches.watch(self.leases.as_str(), Some(opts))).await?
-            else {
-                return Ok(None);
+            let watch = watches.watch(self.leases.as_str(), Some(opts));
+            let mut stream = match bounded(s, deadline, watch).await {
+                Ok(Some(stream)) => stream,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5 of the mutex: count again
+                }
+                Err(e) => return Err(e),
             };
             loop {
-                let Some(msg) = bounded(s, deadline, stream.message()).await? else {
-                    return Ok(None);
+                let msg = match bounded(s, deadline, stream.message()).await {
+                    Ok(Some(msg)) => msg,
+                    Ok(None) => return Ok(None),
+                    Err(e) if is_transient(&e) => {
+                        if !pause(s, deadline).await? {
+                            return Ok(None);
+                        }
+                        break; // count again
+                    }
+                    Err(e) => return Err(e),
                 };
                 match msg {
                     Some(w) if w.canceled() => break,

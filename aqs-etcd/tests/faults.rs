@@ -316,3 +316,41 @@ async fn a_server_down_past_the_ttl_ends_holds_and_waits() {
     .unwrap();
     assert!(g2.token() > g.token());
 }
+
+/// The same brief restart under a semaphore waiter and a writer waiting on readers: both keep
+/// their places and enter after the release.
+#[tokio::test]
+async fn semaphore_and_rwlock_waiters_ride_out_a_brief_restart() {
+    use aqs_etcd::{RwLock, Semaphore};
+    let mut server = server();
+    let (a, b) = (session(&server, 10).await, session(&server, 10).await);
+    let permit = Semaphore::new(&a, "/f/rs", 1)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let read = RwLock::new(&a, "/f/rw").unwrap().read().await.unwrap();
+    let (sb, rb) = (
+        Semaphore::new(&b, "/f/rs", 1).unwrap(),
+        RwLock::new(&b, "/f/rw").unwrap(),
+    );
+    let sem_waiter = tokio::spawn(async move { sb.acquire().await });
+    let writer = tokio::spawn(async move { rb.write().await });
+    let c = client(&server).await;
+    wait_keys(&c, "/f/rs/lock", 1).await;
+    wait_keys(&c, "/f/rw", 2).await;
+    server.kill().unwrap();
+    bounded("suspended", a.suspended()).await;
+    server.restart(Duration::from_secs(30)).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!sem_waiter.is_finished() && !writer.is_finished());
+    permit.release().await.unwrap();
+    read.release().await.unwrap();
+    let p = bounded("the semaphore waiter", sem_waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.permits(), 1);
+    let w = bounded("the writer", writer).await.unwrap().unwrap();
+    assert!(w.is_write());
+}
