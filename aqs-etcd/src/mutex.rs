@@ -1,0 +1,559 @@
+//! `Mutex`: etcd's `concurrency.Mutex` recipe, with the grant confirmed by the server.
+//!
+//! Layout (Go's `client/v3/concurrency/mutex.go`, `etcdctl lock`, the server's `v3lock`):
+//! a contender puts `NAME/<lease id in lowercase hex>` (empty value) with its session's lease,
+//! only if absent. Keys under `NAME/` are ordered by create revision; the lowest holds.
+//!
+//! Invariants:
+//! - **M1** A session has at most one key per name. Its own contenders for a name take turns in
+//!   an in-process FIFO queue first ([`Session::local_queue`]), and the queue's turn is held
+//!   until the key is deleted, so a later contender never adopts or races a key an earlier one
+//!   is still deleting.
+//! - **M2** A waiter waits for the deletion of its predecessor only: the key with the largest
+//!   create revision below its own. After each deletion it looks again.
+//! - **M3** Every grant is decided by one request: the create txn that finds our key first, or a
+//!   txn that compares our key's create revision with the one it was created at and, in the
+//!   same transaction, finds no key before it. No grant through a key the server has deleted.
+//! - **M4** An attempt's key is deleted on every path that does not hand it to a guard
+//!   (timeout, error, cancellation), even if the create's reply was lost: the key's name
+//!   depends only on the lease, so it is known before the create is sent.
+//! - **M5** A request that fails to reach the server (a restart, a lost connection) is retried
+//!   every 100 ms until the deadline or the session's loss; a refusal is returned. So a server
+//!   outage shorter than the loss bound is invisible to a waiter, and a longer one ends it with
+//!   `SessionLost`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse, WatchOptions,
+};
+use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
+
+use crate::{Error, Session};
+
+/// The least time an acquire's first look (its create request and the answer that decides
+/// whether it holds) is given, even when the deadline is sooner or has passed: `try_lock` and
+/// zero timeouts make one real look instead of giving up before asking.
+pub(crate) const MIN_LOOK: Duration = Duration::from_secs(1);
+
+/// The deadline for an acquire's own requests: `deadline`, but at least [`MIN_LOOK`] from now.
+pub(crate) fn look_deadline(deadline: Option<Instant>) -> Option<Instant> {
+    deadline.map(|d| d.max(Instant::now() + MIN_LOOK))
+}
+
+/// How long to wait before retrying a request that failed to reach the server (M5).
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// How long a timed-out or failed acquire waits for the delete of its key before handing the
+/// delete to a background task (which retries until the server confirms or the lease ends).
+const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
+/// A cluster-wide FIFO mutex with etcd's `concurrency.Mutex` layout.
+///
+/// Each contender puts `NAME/<lease id in hex>` with its [`Session`]'s lease. The key with the
+/// lowest create revision holds; each waiter watches only the deletion of the key created just
+/// before its own, so a release wakes one waiter. `etcdctl lock NAME`, Go clients using
+/// `concurrency.NewMutex(session, NAME)` and the server's `v3lock` service on the same `NAME`
+/// share the queue.
+///
+/// **One key per lease.** Because the key is named after the lease, one session holds at most
+/// one key per name. Contenders through the same session (several handles, or several tasks on
+/// one handle) queue in process, first come first served, then take the session's one place in
+/// etcd's queue in turn. The mutex is not reentrant: a second `lock` while holding waits for the
+/// first guard to go.
+///
+/// # Fairness
+/// FIFO by create revision across all clients; FIFO by arrival among one session's contenders.
+///
+/// # Examples
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// let client = etcd_client::Client::connect(["127.0.0.1:2379"], None).await?;
+/// let session = aqs_etcd::Session::new(client, Duration::from_secs(10)).await?;
+/// let mutex = aqs_etcd::Mutex::new(&session, "/demo/mutex")?;
+/// let guard = mutex.lock().await?;
+/// println!("holding {} with fencing token {}", guard.key(), guard.token());
+/// guard.release().await?; // deletes the key and waits for the server to confirm
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Mutex {
+    session: Session,
+    name: String,
+    prefix: String,
+    key: String,
+}
+
+impl Mutex {
+    /// A mutex called `name` on `session`'s lease. Writes nothing until the first acquire.
+    ///
+    /// `name` is used as Go's `concurrency.NewMutex` uses its prefix: keys are `name + "/" +
+    /// lease id in hex`, so pass the same string as `etcdctl lock` gets.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] if `name` is empty.
+    pub fn new(session: &Session, name: &str) -> Result<Mutex, Error> {
+        if name.is_empty() {
+            return Err(Error::InvalidName(name.to_owned()));
+        }
+        let prefix = format!("{name}/");
+        let key = format!("{prefix}{:x}", session.lease_id());
+        Ok(Mutex {
+            session: session.clone(),
+            name: name.to_owned(),
+            prefix,
+            key,
+        })
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The key this session's contender puts: `name/<lease id in hex>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Waits until this session holds the mutex.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the session is or becomes lost, or its key disappears, while
+    /// waiting; [`Error::Closed`] if the session was closed; [`Error::Etcd`] if the server
+    /// refuses a request. A server that cannot be reached is retried every 100 ms until the
+    /// deadline or the session's loss (rule M5). On error nothing of this attempt stays in etcd.
+    ///
+    /// # Cancel safety
+    /// Dropping the future deletes this attempt's key from a task spawned on the session's
+    /// runtime, even if the create's reply never arrived.
+    pub async fn lock(&self) -> Result<MutexGuard, Error> {
+        Ok(self.lock_until(None).await?.expect("no deadline"))
+    }
+
+    /// Takes the mutex only if it is free now: one look, no wait.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock(&self) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Some(Instant::now())).await
+    }
+
+    /// Like [`lock`](Self::lock), but gives up after `timeout` and returns `Ok(None)`, having
+    /// deleted its key. A timeout too large to add to now (such as `Duration::MAX`) means no
+    /// deadline.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_for(&self, timeout: Duration) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Instant::now().checked_add(timeout)).await
+    }
+
+    /// Like [`try_lock_for`](Self::try_lock_for), with a deadline.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock).
+    pub async fn try_lock_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<Option<MutexGuard>, Error> {
+        self.lock_until(Some(Instant::from_std(deadline))).await
+    }
+
+    pub(crate) async fn lock_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<MutexGuard>, Error> {
+        self.check_session()?;
+        let queue = self.session.local_queue(&self.name);
+        // M1: this session's contenders for the name go one at a time. A deadline that has
+        // passed still gets one look (try_lock).
+        let look = look_deadline(deadline);
+        let turn = match queue.clone().try_lock_owned() {
+            Ok(turn) => turn,
+            Err(_) => match bounded(&self.session, deadline, async {
+                Ok(queue.lock_owned().await)
+            })
+            .await?
+            {
+                Some(turn) => turn,
+                None => return Ok(None),
+            },
+        };
+        let mut attempt = Attempt {
+            session: self.session.clone(),
+            key: Some(self.key.clone()),
+            turn: Some(turn),
+        };
+        match self.contend(deadline, look).await {
+            Ok(Some(token)) => Ok(Some(MutexGuard {
+                key: self.key.clone(),
+                token,
+                attempt,
+            })),
+            Ok(None) => {
+                attempt.delete_now().await;
+                Ok(None)
+            }
+            Err(e) => {
+                attempt.delete_now().await;
+                Err(e)
+            }
+        }
+    }
+
+    fn check_session(&self) -> Result<(), Error> {
+        if self.session.is_closed() {
+            Err(Error::Closed)
+        } else if self.session.is_lost() {
+            Err(Error::SessionLost)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Puts the key if absent and waits for its turn; `Some(create revision)` once held. The
+    /// requests are bounded by `look`, the waits by `deadline`.
+    async fn contend(
+        &self,
+        deadline: Option<Instant>,
+        look: Option<Instant>,
+    ) -> Result<Option<i64>, Error> {
+        let s = &self.session;
+        let mut kv = s.client().kv_client();
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        // Create only if absent; either way read our key and the first key in one request.
+        let create = Txn::new()
+            .when([Compare::create_revision(
+                self.key.as_str(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([
+                TxnOp::put(
+                    self.key.as_str(),
+                    "",
+                    Some(PutOptions::new().with_lease(s.lease_id())),
+                ),
+                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+            ])
+            .or_else([
+                TxnOp::get(self.key.as_str(), None),
+                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+            ]);
+        // M5: a transient failure (server restarting, connection lost) is retried; the create
+        // is idempotent for our lease.
+        let resp = loop {
+            match bounded(s, look, kv.txn(create.clone())).await {
+                Ok(Some(resp)) => break resp,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, look).await? {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let ops = resp.op_responses();
+        let own = if resp.succeeded() {
+            header_revision(resp.header())
+        } else {
+            // A key of ours from an attempt whose delete has not run: adopt it, as Go does.
+            first_create_revision(&ops[0]).ok_or(Error::SessionLost)?
+        };
+        if first_create_revision(&ops[1]) == Some(own) {
+            return Ok(Some(own)); // the same request showed our key exists and is first
+        }
+        let mut watches = s.client().watch_client();
+        loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            // M2, M3: in one request, confirm our key is the one we created and find the key
+            // just before it (the largest create revision below ours).
+            let last_before = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(1)
+                .with_max_create_revision(own - 1);
+            let query = Txn::new()
+                .when([Compare::create_revision(
+                    self.key.as_str(),
+                    CompareOp::Equal,
+                    own,
+                )])
+                .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
+            let resp = match bounded(s, look, kv.txn(query)).await {
+                Ok(Some(resp)) => resp,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5
+                }
+                Err(e) => return Err(e),
+            };
+            if !resp.succeeded() {
+                return Err(Error::SessionLost); // our key is gone: the lease ended
+            }
+            let pred = match &resp.op_responses()[0] {
+                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.key().to_vec()),
+                _ => None,
+            };
+            let Some(pred) = pred else {
+                return Ok(Some(own));
+            };
+            // Watch from just after the read, so a delete between the two is not missed.
+            let from = header_revision(resp.header()) + 1;
+            let opts = WatchOptions::new().with_start_revision(from);
+            let mut stream = match bounded(s, deadline, watches.watch(pred, Some(opts))).await {
+                Ok(Some(stream)) => stream,
+                Ok(None) => return Ok(None),
+                Err(e) if is_transient(&e) => {
+                    if !pause(s, deadline).await? {
+                        return Ok(None);
+                    }
+                    continue; // M5
+                }
+                Err(e) => return Err(e),
+            };
+            loop {
+                let msg = match bounded(s, deadline, stream.message()).await {
+                    Ok(Some(msg)) => msg,
+                    Ok(None) => return Ok(None),
+                    // M5: the stream broke; look again once the server answers.
+                    Err(e) if is_transient(&e) => {
+                        if !pause(s, deadline).await? {
+                            return Ok(None);
+                        }
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
+                match msg {
+                    Some(w) if w.canceled() => break,
+                    Some(w)
+                        if w.events()
+                            .iter()
+                            .any(|e| e.event_type() == EventType::Delete) =>
+                    {
+                        break
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn header_revision(h: Option<&etcd_client::ResponseHeader>) -> i64 {
+    h.map(|h| h.revision()).unwrap_or(0)
+}
+
+fn first_create_revision(op: &TxnOpResponse) -> Option<i64> {
+    match op {
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.create_revision()),
+        _ => None,
+    }
+}
+
+/// Whether `e` is a failure to reach the server (it may be restarting, or the connection was
+/// lost) rather than a refusal: worth retrying while the session lives (M5).
+pub(crate) fn is_transient(e: &Error) -> bool {
+    use etcd_client::Error as E;
+    match e {
+        Error::Etcd(E::TransportError(_) | E::IoError(_) | E::WatchError(_)) => true,
+        Error::Etcd(E::GRpcStatus(st)) => matches!(
+            st.code(),
+            tonic::Code::Unavailable
+                | tonic::Code::Unknown
+                | tonic::Code::Cancelled
+                | tonic::Code::DeadlineExceeded
+                | tonic::Code::Aborted
+        ),
+        _ => false,
+    }
+}
+
+/// Waits a little before a retry; `Ok(false)` if `deadline` comes first, an error if the
+/// session is lost first.
+pub(crate) async fn pause(s: &Session, deadline: Option<Instant>) -> Result<bool, Error> {
+    let nap = async {
+        tokio::time::sleep(RETRY_PAUSE).await;
+        Ok::<(), etcd_client::Error>(())
+    };
+    Ok(bounded(s, deadline, nap).await?.is_some())
+}
+
+/// Runs a request made by `make`, retrying it while it fails to reach the server (M5), until
+/// `until` (`Ok(None)`) or the session's loss. Only for requests that are safe to repeat.
+pub(crate) async fn request<T, F, Fut>(
+    s: &Session,
+    until: Option<Instant>,
+    mut make: F,
+) -> Result<Option<T>, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    loop {
+        match bounded(s, until, make()).await {
+            Err(e) if is_transient(&e) => {
+                if !pause(s, until).await? {
+                    return Ok(None);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Runs one request, giving up at `deadline` (`Ok(None)`) or when the session is lost.
+pub(crate) async fn bounded<T, F>(
+    s: &Session,
+    deadline: Option<Instant>,
+    f: F,
+) -> Result<Option<T>, Error>
+where
+    F: Future<Output = Result<T, etcd_client::Error>>,
+{
+    let until = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = f => Ok(Some(r?)),
+        _ = until => Ok(None),
+        _ = s.lost() => Err(if s.is_closed() { Error::Closed } else { Error::SessionLost }),
+    }
+}
+
+/// One contender's key, deleted when dropped (M4).
+#[derive(Debug)]
+pub(crate) struct Attempt {
+    pub(crate) session: Session,
+    /// The key, until its delete has been started.
+    pub(crate) key: Option<String>,
+    /// This session's turn for the name (M1), held until the key is deleted.
+    pub(crate) turn: Option<OwnedMutexGuard<()>>,
+}
+
+impl Attempt {
+    /// Starts deleting the key on the session's runtime; the task holds the turn until done.
+    pub(crate) fn spawn_delete(&mut self) -> Option<tokio::task::JoinHandle<()>> {
+        let key = self.key.take()?;
+        let turn = self.turn.take();
+        let session = self.session.clone();
+        Some(self.session.runtime().spawn(async move {
+            let mut kv = session.client().kv_client();
+            // Until the server confirms, or the lease is gone (which deletes the key too).
+            while !session.is_lost() {
+                if kv.delete(key.as_str(), None).await.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            drop(turn);
+        }))
+    }
+
+    /// Deletes the key and waits for it, up to [`CLEANUP_WAIT`].
+    pub(crate) async fn delete_now(&mut self) {
+        if let Some(task) = self.spawn_delete() {
+            let _ = tokio::time::timeout(CLEANUP_WAIT, task).await;
+        }
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        self.spawn_delete();
+    }
+}
+
+/// Proof of holding a [`Mutex`]; dropping it deletes the key (from a task on the session's
+/// runtime) and so wakes the next waiter.
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct MutexGuard {
+    key: String,
+    token: i64,
+    attempt: Attempt,
+}
+
+impl MutexGuard {
+    /// The fencing token: the create revision of this holder's key. Every later holder of the
+    /// lock, from any client, has a larger one, so a resource that remembers the largest token it
+    /// has seen can refuse a stale holder's writes.
+    pub fn token(&self) -> i64 {
+        self.token
+    }
+
+    /// The holder's key, `name/<lease id in hex>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether the hold is known to be lost, or may be: the session's lease ended or may have
+    /// ended (see [`Session`]). Turns true before the server can delete the key.
+    pub fn is_lost(&self) -> bool {
+        self.attempt.session.is_lost()
+    }
+
+    /// Whether the session's keep-alives are failing now; the hold may still be lost.
+    pub fn is_suspended(&self) -> bool {
+        self.attempt.session.is_suspended()
+    }
+
+    /// Completes when [`is_lost`](Self::is_lost) becomes true.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) {
+        self.attempt.session.lost().await
+    }
+
+    /// Deletes the key now and waits until the server confirms it.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] if the lease ended first (the key went with it) or the delete did
+    /// not complete within a few seconds (it goes on in the background until the lease ends).
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.attempt.release().await
+    }
+}
+
+impl Attempt {
+    /// Deletes the key now and waits until the server confirms it, as guards' `release` do.
+    pub(crate) async fn release(&mut self) -> Result<(), Error> {
+        let Some(task) = self.spawn_delete() else {
+            return Ok(());
+        };
+        match tokio::time::timeout(CLEANUP_WAIT, task).await {
+            Ok(_) if !self.session.is_lost() => Ok(()),
+            _ => Err(Error::SessionLost),
+        }
+    }
+}
