@@ -126,11 +126,6 @@
 //!   The one exception is the queue's first use: a thread that finds the
 //!   dummy head installed but `tail` not yet set yields inside its guard
 //!   while the installing thread finishes its second store (`init_queue`).
-//! * **R7, reclamation is bounded.** Guards count in two slots of one word
-//!   with an epoch (`reclaim.rs`): the epoch advances whenever the previous
-//!   epoch's slot drains, which takes one guard's time at most (R6), and a
-//!   node is freed by the third advance after its guard entered, even if
-//!   guards never stop overlapping. Every leave is O(1) amortised.
 //!
 //! *Outside code* (wakers, predicates, user `Drop`s)
 //!

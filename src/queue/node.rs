@@ -51,12 +51,8 @@ pub(crate) struct Node {
     /// linked the node into the sync queue and armed its predecessor; from
     /// then on the owner runs the node as any waiter (N3).
     pub(crate) transferred: AtomicU32,
-    /// Link in a guard's batch of retired nodes.
+    /// Link in the retired list.
     pub(super) retired_next: AtomicPtr<Node>,
-    /// A batch's first node only: the next batch in the limbo list.
-    pub(super) batch_next: AtomicPtr<Node>,
-    /// A batch's first node only: the epoch its guard left in (R7).
-    pub(super) batch_epoch: AtomicU32,
     /// An async waiter's waker slot (feature `async`); `None` for a thread,
     /// which parks on the node's address instead. Written before the node
     /// is published and never replaced.
@@ -83,8 +79,6 @@ impl Node {
             mode,
             transferred: AtomicU32::new(0),
             retired_next: AtomicPtr::new(ptr::null_mut()),
-            batch_next: AtomicPtr::new(ptr::null_mut()),
-            batch_epoch: AtomicU32::new(0),
             #[cfg(feature = "async")]
             task: None,
             #[cfg(aqs_loom)]
