@@ -14,6 +14,7 @@ const WAITER_MASK: u64 = 0xFFFF_FFFC;
 /// 2^30 - 1, and the margin of 2^20 covers arrivals that passed the check
 /// and have not yet counted themselves (each is a running thread or a
 /// polled future between two instructions).
+#[cfg_attr(aqs_loom, allow(dead_code))]
 pub(crate) const MAX_WAITERS: u32 = (1 << 30) - (1 << 20);
 /// Where the policy's `value` starts.
 const VALUE_SHIFT: u32 = 32;
