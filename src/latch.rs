@@ -258,6 +258,7 @@ impl CountDownLatch {
     /// assert_eq!(ready.count(), 0);
     /// ```
     #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     pub fn wait_async(&self) -> crate::future::LatchWait<'_> {
         let queued = queue::QueuedAcquire::new(&self.sync, queue::Mode::Shared, 1);
         crate::future::LatchWait::new(queued, &LatchPolicy)

@@ -53,6 +53,9 @@
 //! opens with the state table, the invariants and the JDK mapping next to
 //! the code.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// The loom build is internal: its cfg is no badge a user should see.
+#![cfg_attr(docsrs, doc(auto_cfg(hide(aqs_loom))))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -62,6 +65,7 @@ compile_error!("aqs needs 64-bit atomics (its state word is an AtomicU64)");
 mod condvar;
 mod error;
 #[cfg(all(feature = "async", not(aqs_loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod future;
 mod latch;
 mod loom;
@@ -87,6 +91,7 @@ pub use condvar::WaitTimeoutResult;
 pub use condvar::{Condvar, CondvarMutex};
 pub use error::{AcquireError, TryAcquireError};
 #[cfg(all(feature = "async", not(aqs_loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use future::{MutexAsync, RwLockAsync};
 pub use latch::CountDownLatch;
 #[cfg(not(aqs_loom))]
@@ -111,3 +116,8 @@ pub use semaphore::Semaphore;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// `docs/tour.md`'s examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tour.md")]
+struct TourDoctests;

@@ -573,6 +573,7 @@ impl Semaphore {
     /// | `acquire_many_owned(n).await` | `acquire_many_owned_async(n).await` |
     /// | `try_acquire*` | `try_acquire*` (no future needed) |
     #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     pub fn acquire_async(&self) -> crate::future::Acquire<'_> {
         crate::future::Acquire::new(self, 1)
     }
@@ -602,6 +603,7 @@ impl Semaphore {
     /// assert_eq!(permit.num_permits(), 2);
     /// ```
     #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     #[track_caller]
     pub fn acquire_many_async(&self, n: usize) -> crate::future::Acquire<'_> {
         crate::future::Acquire::new(self, checked("acquire_many_async", n))
@@ -629,6 +631,7 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     pub fn acquire_owned_async(self: Arc<Self>) -> crate::future::AcquireOwned {
         crate::future::AcquireOwned::new(self, 1)
     }
@@ -658,6 +661,7 @@ impl Semaphore {
     /// assert_eq!(permit.num_permits(), 4);
     /// ```
     #[cfg(all(feature = "async", not(aqs_loom)))]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
     #[track_caller]
     pub fn acquire_many_owned_async(self: Arc<Self>, n: usize) -> crate::future::AcquireOwned {
         let n = checked("acquire_many_owned_async", n);
