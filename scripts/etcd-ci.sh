@@ -22,10 +22,12 @@ fi
 etcd --version | head -1
 etcdctl version | head -1
 
-echo "=== cargo fmt -p aqs-etcd --check"
-cargo fmt -p aqs-etcd -- --check
-echo "=== cargo clippy -p aqs-etcd --all-targets -- -D warnings"
-cargo clippy -p aqs-etcd --all-targets -- -D warnings
+echo "=== cargo fmt -p aqs-etcd -p aqs-test-servers --check"
+cargo fmt -p aqs-etcd -p aqs-test-servers -- --check
+echo "=== cargo clippy -p aqs-etcd -p aqs-test-servers --all-targets -- -D warnings"
+cargo clippy -p aqs-etcd -p aqs-test-servers --all-targets -- -D warnings
+echo "=== cargo test -p aqs-test-servers --test etcd (the throwaway etcd itself)"
+cargo test -p aqs-test-servers --test etcd
 echo "=== cargo test -p aqs-etcd (starts its own etcd servers)"
 cargo test -p aqs-etcd -- --test-threads=2
 echo "=== cargo doc -p aqs-etcd (warnings denied)"

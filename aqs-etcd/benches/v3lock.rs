@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use aqs_etcd::etcd_client::{Client, LockOptions};
-use aqs_etcd::server::TestServer;
 use aqs_etcd::{Mutex, Session};
+use aqs_test_servers::etcd::TestServer;
 
 struct Counters {
     kv: f64,

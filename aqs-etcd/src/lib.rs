@@ -47,7 +47,6 @@ mod multi;
 mod mutex;
 mod rwlock;
 mod semaphore;
-pub mod server;
 mod session;
 
 pub use error::Error;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use aqs_etcd::blocking::{MultiLock, Mutex, RwLock, Semaphore, Session};
 use aqs_etcd::Error;
 
-fn connect(server: &aqs_etcd::server::TestServer) -> Session {
+fn connect(server: &aqs_test_servers::etcd::TestServer) -> Session {
     Session::connect(&[&server.endpoint()], Duration::from_secs(10)).expect("session")
 }
 

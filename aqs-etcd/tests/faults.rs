@@ -147,7 +147,10 @@ struct Worker(std::process::Child);
 
 impl Worker {
     /// Starts a worker on `name` and waits until it holds: its key and token.
-    async fn hold(server: &aqs_etcd::server::TestServer, name: &str) -> (Worker, String, i64) {
+    async fn hold(
+        server: &aqs_test_servers::etcd::TestServer,
+        name: &str,
+    ) -> (Worker, String, i64) {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aqs-etcd-worker"))
             .args([&server.endpoint(), name, "2"])

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use aqs_etcd::server::TestServer;
 use aqs_etcd::Mutex;
+use aqs_test_servers::etcd::TestServer;
 use common::*;
 
 /// `etcdctl lock NAME -- sh -c '...'` that, once it holds, writes its key and `ETCD_LOCK_REV` to

@@ -6,8 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use aqs_etcd::server::TestServer;
 use aqs_etcd::{Mutex, Semaphore};
+use aqs_test_servers::etcd::TestServer;
 use common::*;
 
 const WAITERS: usize = 16;

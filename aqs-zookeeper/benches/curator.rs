@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aqs_zookeeper::server::{TestServer, DEFAULT_CLASSPATH};
+use aqs_test_servers::zookeeper::{TestServer, DEFAULT_CLASSPATH};
 use aqs_zookeeper::zookeeper_client as zk;
 use aqs_zookeeper::{Mutex, MutexGuard, Permit, Semaphore};
 

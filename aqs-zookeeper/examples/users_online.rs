@@ -14,8 +14,8 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::blocking::{Semaphore, Session};
-use aqs_zookeeper::server::TestServer;
 
 const PATH: &str = "/example/users-online";
 const LIMIT: u32 = 5;

@@ -206,7 +206,7 @@ impl Drop for Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::TestServer;
+    use aqs_test_servers::zookeeper::TestServer;
     use std::time::Duration;
 
     /// If the session's health task dies, every grant reports lost both ways: `is_lost()` and

@@ -53,7 +53,6 @@ mod node;
 mod queue;
 mod rwlock;
 mod semaphore;
-pub mod server;
 
 pub use error::Error;
 pub use multi::{Lockable, MultiGuard, MultiLock};

@@ -408,7 +408,7 @@ pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::TestServer;
+    use aqs_test_servers::zookeeper::TestServer;
 
     async fn client(s: &TestServer) -> zk::Client {
         zk::Client::connect(&s.addr().to_string()).await.unwrap()

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::blocking::{MultiLock, Mutex, RwLock, Semaphore, SemaphoreMutex, Session};
-use aqs_zookeeper::server::TestServer;
 use aqs_zookeeper::Error;
 
 const BOUND: Duration = Duration::from_secs(20);

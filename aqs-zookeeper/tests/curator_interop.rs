@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use aqs_zookeeper::server::TestServer;
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
 use aqs_zookeeper::{Mutex, RwLock, Semaphore, SemaphoreMutex};
 use common::{bounded, client, server, still_waiting, wait_children, BOUND};
@@ -45,7 +45,7 @@ fn classes() -> &'static PathBuf {
 
 fn classpath() -> String {
     std::env::var("AQS_ZK_CLASSPATH")
-        .unwrap_or_else(|_| aqs_zookeeper::server::DEFAULT_CLASSPATH.into())
+        .unwrap_or_else(|_| aqs_test_servers::zookeeper::DEFAULT_CLASSPATH.into())
 }
 
 /// One Curator client process (one session), answering one line per command.

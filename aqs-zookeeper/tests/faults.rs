@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use aqs_zookeeper::server::TestServer;
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
 use aqs_zookeeper::{Error, Mutex, MutexGuard};
 use checker::{check, Report};

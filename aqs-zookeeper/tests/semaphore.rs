@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aqs_zookeeper::server::TestServer;
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
 use aqs_zookeeper::{Error, Semaphore};
 use tokio::time::timeout;

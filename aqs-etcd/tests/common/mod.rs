@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use aqs_etcd::etcd_client::{Client, GetOptions, SortOrder, SortTarget};
-use aqs_etcd::server::TestServer;
 use aqs_etcd::Session;
+use aqs_test_servers::etcd::TestServer;
 use tokio::time::timeout;
 
 /// The bound on every wait: a lost wake-up fails the test instead of hanging it.

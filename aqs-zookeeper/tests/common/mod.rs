@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use aqs_zookeeper::server::TestServer;
+use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
 use tokio::time::timeout;
 
