@@ -72,7 +72,9 @@ mutants=(
 # Every patch file has a row above, and every row a patch file.
 for p in tests/mutants/*.patch; do
   name=$(basename "$p" .patch)
-  printf '%s\n' "${mutants[@]}" | grep -q "^${name}|" || { echo "no model listed for $p"; exit 1; }
+  # No pipe into `grep -q`: it exits at the first match, and under pipefail
+  # the writer's SIGPIPE would read as "not listed".
+  grep -q "^${name}|" <<<"$(printf '%s\n' "${mutants[@]}")" || { echo "no model listed for $p"; exit 1; }
 done
 
 log_dir=$(mktemp -d)

@@ -50,7 +50,7 @@ step() {
 }
 
 install() {
-  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+  grep -q '^nightly' <<<"$(rustup toolchain list)" || rustup toolchain install nightly --profile minimal
   rustup component add --toolchain nightly miri rust-src
   cargo +nightly miri setup
 }

@@ -26,7 +26,7 @@ export CARGO_TERM_COLOR=never
 
 have_msrv() {
   [[ -x /usr/bin/cargo && -x /usr/bin/rustc ]] &&
-    /usr/bin/rustc --version | grep -q "^rustc ${MSRV}\."
+    grep -q "^rustc ${MSRV}\." <<<"$(/usr/bin/rustc --version)"
 }
 
 if ! have_msrv; then

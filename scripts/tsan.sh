@@ -46,7 +46,7 @@ step() {
 }
 
 install() {
-  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+  grep -q '^nightly' <<<"$(rustup toolchain list)" || rustup toolchain install nightly --profile minimal
   rustup component add --toolchain nightly rust-src
 }
 
