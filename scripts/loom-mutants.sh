@@ -63,10 +63,11 @@ mutants=(
   "latch_last_skips_queue|latch::loom_models::last_count_down_wakes_two_waiters|$deadlock"
   "register_keeps_stale_waker|queue::future::loom_models::waker_replaced_while_a_release_wakes|$deadlock"
   "dropped_future_stays_queued|queue::future::loom_models::dropped_signalled_future_passes_the_wake_on|$deadlock"
-  "handoff_first_look|rwlock::loom_models::handed_off_lock_refuses_arriving_readers_nonfair|$passed"
+  "handoff_first_look|rwlock::loom_models::handed_off_lock_refuses_arriving_readers_behind_a_leaving_reader|$barged"
   "close_skips_tasks|queue::future::loom_models::close_wakes_queued_tasks|$deadlock"
   "owner_takes_unguarded|queue::future::loom_models::future_dropped_while_another_thread_wakes_it|Causality violation"
   "wake_inline|queue::future::loom_models::wake_panics_mid_propagation|permits were lost or invented"
+  "reader_first_look|rwlock::loom_models::arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair|$passed"
 )
 
 # Every patch file has a row above, and every row a patch file.

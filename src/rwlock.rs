@@ -51,8 +51,8 @@ pub(crate) const MAX_READERS: u32 = FREE - 1;
 pub(crate) struct RwPolicy<const FAIR: bool, const RECURSIVE: bool>;
 
 impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIVE> {
-    /// `others_queued` is, for the nonfair lock, whether a writer is first
-    /// in the queue (`shared_arrivals_defer_to_exclusive`).
+    /// `others_queued` is, for the nonfair lock, whether a writer is
+    /// queued (`shared_arrivals_defer_to_exclusive`).
     #[inline]
     fn try_acquire_shared(&self, value: u32, _arg: u32, others_queued: bool) -> Option<Acquired> {
         let free = value & !HANDOFF;
@@ -112,7 +112,8 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     }
 
     /// A FIFO read defers to anyone queued (the hook refuses on
-    /// `others_queued`); a nonfair one only to a writer first in line.
+    /// `others_queued`); a nonfair one only to queued writers, including
+    /// one behind queued readers.
     #[inline]
     fn shared_arrivals_defer_to_exclusive(&self) -> bool {
         !FAIR && !RECURSIVE

@@ -357,6 +357,58 @@ fn hand_off_past_a_leaving_reader_fair() {
     hand_off_past_a_leaving_reader::<RawFairRwLock>();
 }
 
+/// A reader that a release has woken but that has not run yet sits first
+/// in the queue, a writer behind it: an arriving read defers to that writer
+/// too. (Looking only at the first waiter, as the JDK does, lets arrivals
+/// pass the writer for as long as the woken reader waits for a CPU: a
+/// scheduler tick on a busy machine.) The woken reader is a task whose
+/// future is not polled yet, which is the same state held still.
+#[cfg(feature = "async")]
+fn arriving_reader_defers_to_a_writer_behind_a_woken_reader<
+    R: Raw + aqs::future::AsyncRawRwLock,
+>() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use aqs::RwLockAsync;
+
+    let lock = Arc::new(Lock::<R>::new(0));
+    let w = lock.write();
+    let mut read = lock.read_async();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.write() += 1)
+    };
+    wait_until("the writer queues behind the reader", || queued(&lock) == 2);
+    drop(w); // wakes the reader task, which does not run yet
+    assert!(
+        lock.try_read().is_none(),
+        "an arriving reader passed the writer queued behind a woken reader"
+    );
+    let Poll::Ready(g) = Pin::new(&mut read).poll(&mut cx) else {
+        panic!("the woken reader is first and the lock is free");
+    };
+    assert_eq!(*g, 0, "the reader came before the writer");
+    drop(g);
+    join_bounded(writer);
+    assert_eq!(*lock.try_read().expect("free"), 1);
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
+    arriving_reader_defers_to_a_writer_behind_a_woken_reader::<RawRwLock>();
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_fair() {
+    arriving_reader_defers_to_a_writer_behind_a_woken_reader::<RawFairRwLock>();
+}
+
 /// Under a continuous stream of readers (always at least one inside), a
 /// writer still gets the nonfair lock: readers arriving after it defer to
 /// it. The wait is bounded; how long it takes is a benchmark's business.

@@ -192,7 +192,7 @@ impl RawSync {
                     && (mode == Mode::Exclusive
                         || !policy.shared_arrivals_defer_to_exclusive()
                         || policy.shared_arrivals_defer_to_any(value_of(s))
-                        || self.first_queued_is_exclusive());
+                        || self.exclusive_queued());
                 try_acquire(policy, mode, value_of(s), arg, others_queued)
             };
             let Some(acquired) = acquired else {
@@ -211,21 +211,34 @@ impl RawSync {
         }
     }
 
-    /// Whether the first queued waiter (the head's successor) is exclusive
-    /// (`apparentlyFirstQueuedIsExclusive`): a heuristic for
-    /// [`Policy::shared_arrivals_defer_to_exclusive`]; a waiter linking in
-    /// or leaving meanwhile may be seen or missed.
+    /// Whether a queued waiter is exclusive, looking from the head's
+    /// successor along `next` links: a heuristic for
+    /// [`Policy::shared_arrivals_defer_to_exclusive`]. Not only the first
+    /// waiter (the JDK's `apparentlyFirstQueuedIsExclusive`): a reader that
+    /// was woken but has not run yet sits first until it does, and on a
+    /// busy machine that is a scheduler tick, in which arriving readers
+    /// would keep passing the writer behind it. A waiter linking in (the
+    /// tail moved, its `next` link not yet written) or leaving meanwhile
+    /// may be seen or missed; the walk ends at the first exclusive node or
+    /// a missing link.
     #[cold]
-    fn first_queued_is_exclusive(&self) -> bool {
+    fn exclusive_queued(&self) -> bool {
         let guard = self.reclaim.enter();
         let h = self.head.load(Acquire);
         if h.is_null() {
             return false;
         }
         // SAFETY: R5: loaded from `head` inside the guard.
-        let next = unsafe { guard.node(h) }.next.load(Acquire);
-        // SAFETY: R5: a `next` link loaded inside the guard.
-        !next.is_null() && unsafe { guard.node(next) }.mode == Mode::Exclusive
+        let mut next = unsafe { guard.node(h) }.next.load(Acquire);
+        while !next.is_null() {
+            // SAFETY: R5: a `next` link loaded inside the guard.
+            let node = unsafe { guard.node(next) };
+            if node.mode == Mode::Exclusive {
+                return true;
+            }
+            next = node.next.load(Acquire);
+        }
+        false
     }
 
     /// Acquires `arg` in shared mode, queueing and parking until the policy

@@ -79,12 +79,14 @@ pub(crate) trait Policy {
     /// Fair or barging; see [`Discipline`].
     fn discipline(&self) -> Discipline;
 
-    /// Whether arriving shared acquires defer only to an exclusive first
-    /// waiter, as a nonfair read lock's readers do so that writers are not
-    /// starved (the JDK's `apparentlyFirstQueuedIsExclusive`). The shared
-    /// hook's `others_queued` then says whether the first queued waiter is
-    /// exclusive, which costs a look at the queue only while someone is
-    /// queued. Off by default.
+    /// Whether arriving shared acquires defer only to queued exclusive
+    /// waiters, as a nonfair read lock's readers do so that writers are not
+    /// starved (the JDK defers to a first waiter that is exclusive,
+    /// `apparentlyFirstQueuedIsExclusive`; we look past shared waiters
+    /// ahead of it, see `RawSync::exclusive_queued`). The shared hook's
+    /// `others_queued` then says whether an exclusive waiter was seen in
+    /// the queue, which costs a look only while someone is queued. Off by
+    /// default.
     fn shared_arrivals_defer_to_exclusive(&self) -> bool {
         false
     }

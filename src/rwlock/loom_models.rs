@@ -2,7 +2,8 @@
 //! queue. A writer against readers; a batch of readers queued behind a
 //! writer, woken together by its unlock; a downgrade while readers queue; a
 //! timed write that gives up during a hand-off; and a reader arriving while
-//! a writer waits first. Run with `bash scripts/loom.sh`.
+//! a writer waits, first or behind a woken reader. Run with
+//! `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +13,26 @@ use loom::thread;
 use super::{RwCore, FREE};
 use crate::loom::model::{check, Guarded};
 use crate::queue;
+
+/// A nonfair read acquire as a future, for the models that hold a queued
+/// reader still (woken or leaving) at a chosen moment.
+#[cfg(feature = "async")]
+struct Read<'a>(queue::QueuedAcquire<'a>);
+
+#[cfg(feature = "async")]
+impl std::future::Future for Read<'_> {
+    type Output = bool;
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<bool> {
+        let policy = super::RwPolicy::<false, false>;
+        self.get_mut()
+            .0
+            .poll_acquire(&policy, cx)
+            .map(|r| r.is_ok())
+    }
+}
 
 fn assert_free<const FAIR: bool>(lock: &RwCore<FAIR>) {
     let s = lock.sync.state();
@@ -269,23 +290,9 @@ fn arriving_reader_defers_to_a_queued_writer_fair() {
 fn handed_off_lock_refuses_arriving_readers_nonfair() {
     use std::future::Future;
     use std::pin::Pin;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
 
-    use super::RwPolicy;
     use crate::queue::{Mode, QueuedAcquire};
-
-    /// A read acquire as a future.
-    struct Read<'a>(QueuedAcquire<'a>);
-    impl Future for Read<'_> {
-        type Output = bool;
-        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
-            let policy = RwPolicy::<false, false>;
-            self.get_mut()
-                .0
-                .poll_acquire(&policy, cx)
-                .map(|r| r.is_ok())
-        }
-    }
 
     check(1, || {
         let lock = Arc::new(RwCore::<false>::new());
@@ -313,6 +320,94 @@ fn handed_off_lock_refuses_arriving_readers_nonfair() {
         looked.store(true, loom::sync::atomic::Ordering::Release);
         assert!(!passed, "a reader passed a queued writer");
         writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+/// A woken reader first, a writer behind it: main holds the write lock; a
+/// reader queues first (an async read, so that it stays woken but not yet
+/// run for as long as main likes: on a busy machine, a woken thread can
+/// wait a scheduler tick for a CPU) and an untimed writer behind it. Main
+/// unlocks (nonfair), which wakes the reader, and tries to read: it must
+/// not get in ahead of the queued writer, although the first queued waiter
+/// is a reader. Then the reader runs and the writer follows. Bound 1. The
+/// planted bug `reader_first_look` lets a read arrival look only at the
+/// first queued waiter, as the JDK's `apparentlyFirstQueuedIsExclusive`
+/// does.
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use crate::queue::{Mode, QueuedAcquire};
+
+    check(1, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.write(None));
+        let mut read = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.write(None));
+                // SAFETY: this thread holds the write lock.
+                unsafe { lock.unlock_write(false) };
+            })
+        };
+        until_queued(&lock, 2);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        assert!(!lock.try_read(), "a reader passed a queued writer");
+        assert_eq!(
+            Pin::new(&mut read).poll(&mut cx),
+            Poll::Ready(true),
+            "the woken reader is first and the lock is free"
+        );
+        // SAFETY: main holds the read the future took.
+        unsafe { lock.unlock_read() };
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+/// W2 with readers only: main holds the write lock; two readers queue
+/// (async reads, A then B); A leaves (its future is dropped: its node stays
+/// first, cancelled) and main unlocks fair, a hand-off to the first live
+/// waiter, B, which has not run yet. An arriving read must not take the
+/// lock meanwhile: no writer is queued, so only W2 (while a hand-off is
+/// pending, arrivals defer to anyone queued) keeps it out. One thread, so
+/// bound 0. The planted bug `handoff_first_look` drops W2 for reads.
+#[cfg(feature = "async")]
+#[test]
+fn handed_off_lock_refuses_arriving_readers_behind_a_leaving_reader() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use crate::queue::{Mode, QueuedAcquire};
+
+    check(0, || {
+        let lock = RwCore::<false>::new();
+        assert!(lock.write(None));
+        let mut a = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut b = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
+        drop(a);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(true) };
+        assert!(!lock.try_read(), "a barger took a lock handed to a waiter");
+        assert_eq!(
+            Pin::new(&mut b).poll(&mut cx),
+            Poll::Ready(true),
+            "the lock was handed to the live reader"
+        );
+        // SAFETY: main holds the read b took.
+        unsafe { lock.unlock_read() };
         assert_free(&lock);
     });
 }
