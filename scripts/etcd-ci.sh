@@ -19,8 +19,8 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-etcd --version | head -1
-etcdctl version | head -1
+etcd --version | sed -n 1p # sed reads it all: no SIGPIPE under pipefail
+etcdctl version | sed -n 1p
 
 echo "=== cargo fmt -p aqs-etcd -p aqs-test-servers --check"
 cargo fmt -p aqs-etcd -p aqs-test-servers -- --check

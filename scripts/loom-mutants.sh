@@ -155,7 +155,7 @@ for entry in "${mutants[@]}"; do
       verdict="NOT CAUGHT (model passed)"
       failed=1
     elif grep -q "test result: FAILED. 0 passed; 1 failed" "$out" && grep -Eq "$pattern" "$out"; then
-      verdict="caught: $(grep -Eo "$pattern" "$out" | head -n 1)"
+      verdict="caught: $(grep -Eo "$pattern" "$out" | sed -n 1p)"
     else
       verdict="NOT CAUGHT (failed, but not with: $pattern)"
       failed=1

@@ -28,7 +28,7 @@ if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
 fi
 mkdir -p "${target}/jdk-classes"
 javac -Xlint:all -Werror -d "${target}/jdk-classes" benchmark/jdk/*.java
-java -version 2>&1 | head -1
+java -version 2>&1 | sed -n 1p
 # A fixed heap keeps the GC out of the way; the benches allocate almost nothing.
 java=(java -Xms256m -Xmx256m -cp "${target}/jdk-classes")
 for bench in "${benches[@]}"; do
