@@ -37,6 +37,9 @@ dropped='Causality violation|a synchronizer was used after it was dropped'
 # lock() never returns (loom's deadlock) or the lock is left held.
 unheld='Causality violation|the lock was left held|deadlock; threads ='
 passed='a reader passed a queued writer'
+# A node lost: loom's leak report, or the models' check that nothing is left
+# retired once all have left (the lost node is still counted in the backlog).
+leaked='Allocation leaked|retired nodes lingered'
 mutants=(
   "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
   "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
@@ -67,6 +70,8 @@ mutants=(
   "close_skips_tasks|queue::future::loom_models::close_wakes_queued_tasks|$deadlock"
   "owner_takes_unguarded|queue::future::loom_models::future_dropped_while_another_thread_wakes_it|Causality violation"
   "wake_inline|queue::future::loom_models::wake_panics_mid_propagation|permits were lost or invented"
+  "stash_drops_batch|queue::loom_models::add_permits_wakes_two_waiters|$leaked"
+  "join_drops_other|queue::loom_models::guards_retire_and_leave|$leaked"
   "reader_first_look|rwlock::loom_models::arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair|$passed"
 )
 

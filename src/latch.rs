@@ -67,7 +67,7 @@ impl Policy for LatchPolicy {
 ///
 /// # Size
 ///
-/// 48 bytes: one core (the count, the waiter count, the queue's head and
+/// 56 bytes: one core (the count, the waiter count, the queue's head and
 /// tail, node reclamation and waiting statistics).
 ///
 /// # Examples

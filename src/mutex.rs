@@ -295,11 +295,12 @@ raw_mutex!(
     ///
     /// # Size
     ///
-    /// 48 bytes, one [`RawSync`](crate) core: the state word (the lock bit,
+    /// 56 bytes, one [`RawSync`](crate) core: the state word (the lock bit,
     /// the waiter count and the queue's flags), the queue's head and tail,
-    /// two words of node reclamation (a reader count and a retired list) and
-    /// one word of waiting statistics. `parking_lot`'s is 1 byte; the JDK's
-    /// `ReentrantLock` is an object with the same head, tail and state.
+    /// three words of node reclamation (a reader count with the backlog, a
+    /// retired list and a spare batch) and one word of waiting statistics.
+    /// `parking_lot`'s is 1 byte; the JDK's `ReentrantLock` is an object
+    /// with the same head, tail and state.
     ///
     /// # Examples
     ///
@@ -333,7 +334,7 @@ raw_mutex!(
     ///
     /// # Size
     ///
-    /// 48 bytes, as [`RawMutex`].
+    /// 56 bytes, as [`RawMutex`].
     ///
     /// # Examples
     ///

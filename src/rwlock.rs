@@ -558,7 +558,7 @@ raw_rwlock!(
     ///
     /// # Size
     ///
-    /// 48 bytes, one core, as [`RawMutex`](crate::RawMutex).
+    /// 56 bytes, one core, as [`RawMutex`](crate::RawMutex).
     ///
     /// # Examples
     ///

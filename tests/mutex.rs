@@ -278,14 +278,14 @@ fn reentrant_mutex_lets_its_holder_in_and_others_wait() {
 }
 
 #[test]
-fn raw_types_are_48_bytes_send_and_sync() {
+fn raw_types_are_56_bytes_send_and_sync() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<RawMutex>();
     send_sync::<RawFairMutex>();
     send_sync::<Mutex<u8>>();
     send_sync::<FairMutex<u8>>();
-    assert_eq!(std::mem::size_of::<RawMutex>(), 48);
-    assert_eq!(std::mem::size_of::<RawFairMutex>(), 48);
+    assert_eq!(std::mem::size_of::<RawMutex>(), 56);
+    assert_eq!(std::mem::size_of::<RawFairMutex>(), 56);
 }
 
 #[test]

@@ -480,8 +480,8 @@ fn statics_raw_sizes_and_debug() {
     static CONFIG: RwLock<u32> = RwLock::new(1);
     static FAIR: FairRwLock<u32> = FairRwLock::new(2);
     assert_eq!(*CONFIG.read() + *FAIR.read(), 3);
-    assert_eq!(std::mem::size_of::<RawRwLock>(), 48);
-    assert_eq!(std::mem::size_of::<RawFairRwLock>(), 48);
+    assert_eq!(std::mem::size_of::<RawRwLock>(), 56);
+    assert_eq!(std::mem::size_of::<RawFairRwLock>(), 56);
     fn send_sync<T: Send + Sync>() {}
     send_sync::<RawRwLock>();
     send_sync::<aqs::RwLockWriteGuard<'static, u32>>();

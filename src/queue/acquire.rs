@@ -223,7 +223,11 @@ impl RawSync {
     /// a missing link.
     #[cold]
     fn exclusive_queued(&self) -> bool {
-        let guard = self.reclaim.enter();
+        // An arrival never waits at the reclamation gate (R8): while it is
+        // closed, assume the worst, as for a waiter we cannot see.
+        let Some(guard) = self.reclaim.try_enter() else {
+            return true;
+        };
         let h = self.head.load(Acquire);
         if h.is_null() {
             return false;

@@ -37,6 +37,8 @@ use std::time::{Duration, Instant};
 use loom::cell::UnsafeCell;
 use loom::thread;
 
+use super::node::Node;
+use super::policy::Mode;
 use super::state::{is_closed, value_of, waiters_of, ARMED};
 use super::test_policy::Permits;
 use super::RawSync;
@@ -103,6 +105,20 @@ fn semaphore(fair: bool, permits: u32) -> Arc<Sem> {
 fn fair_yielding(permits: u32) -> Arc<Sem> {
     let mut raw = RawSync::new(permits);
     raw.loom_yields = true;
+    Arc::new(Sem {
+        raw,
+        policy: Permits {
+            fair: true,
+            adds: true,
+        },
+    })
+}
+
+/// A fair semaphore whose reclamation gate closes at one retired node (R8):
+/// every guard that leaves after retiring closes it.
+fn gated(permits: u32) -> Arc<Sem> {
+    let mut raw = RawSync::new(permits);
+    raw.reclaim.limit = 1;
     Arc::new(Sem {
         raw,
         policy: Permits {
@@ -288,6 +304,68 @@ fn add_permits_wakes_two_waiters_fair() {
 #[test]
 fn add_permits_wakes_two_waiters_fair_yielding() {
     add_permits_two_waiters(fair_yielding);
+}
+
+/// R8: the same with the reclamation gate at its smallest limit, one node:
+/// a leave that adds a retirement while another guard is inside closes it
+/// (a last reader frees at once), so every later entry
+/// (a waiter's step, the releaser's wake-up, the new head's propagation)
+/// backs out and waits at the gate until the last reader frees, and a
+/// leaver that looked last may lose its CAS to such a back-out and park its
+/// batch in `spare`. Nothing may be freed early, lost (a loom leak), or
+/// left waiting at a gate that nobody opens (a deadlock, or loom's branch
+/// limit for a spinning thread).
+#[test]
+fn reclamation_gate_closes_and_opens() {
+    add_permits_two_waiters(gated);
+}
+
+/// R8 again, at a limit of one node, with three contenders over one permit
+/// (two spawned threads and main): guards that enter while another one is
+/// inside and then find the gate closed, back-outs that are the last reader
+/// and free, and the freed nodes' readers (a releaser holding the old head,
+/// a new head retiring its predecessor) all under the gate.
+#[test]
+fn reclamation_gate_with_three_contenders() {
+    one_permit_contenders(gated);
+}
+
+/// The reclamation scheme alone, with the queue out of the way: three
+/// guards (two spawned threads and main), each retiring a node of its own
+/// and reading the list's head as it does (a freed head is a loom failure).
+/// Bound 2 lets a leaver that looked last lose its CAS to an entry and park
+/// its batch (`stash`), and a later freer take the list and the parked batch
+/// together (`Batch::join`). Nothing may be freed early or lost, and once
+/// all have left nothing may linger (the leave that frees looks again).
+/// (At a gate limit of one node the same model runs past loom's branch
+/// limit: arrivals spin at the gate while a freer finishes, and every spin
+/// is a branch. The semaphore models above cover the gate.)
+#[test]
+fn guards_retire_and_leave() {
+    check(2, || {
+        let raw = Arc::new(RawSync::new(0));
+        let round = |raw: &RawSync| {
+            let guard = raw.reclaim.enter();
+            let node = Node::alloc(1, Mode::Shared);
+            // SAFETY: never published: unreachable, and retired once (R4).
+            unsafe { raw.reclaim.retire(node, &guard) };
+            drop(guard);
+        };
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let raw = Arc::clone(&raw);
+                thread::spawn(move || round(&raw))
+            })
+            .collect();
+        round(&raw);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(
+            raw.reclaim.retired_is_empty(),
+            "retired nodes lingered after every guard had left"
+        );
+    });
 }
 
 /// After an out-of-turn exit the queue must still work: two waiters take the

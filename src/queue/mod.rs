@@ -126,6 +126,16 @@
 //!   The one exception is the queue's first use: a thread that finds the
 //!   dummy head installed but `tail` not yet set yields inside its guard
 //!   while the installing thread finishes its second store (`init_queue`).
+//! * **R7, one guard per thread at a time.** No queue code enters a guard
+//!   while it holds one, on this synchronizer or another: an arrival waiting
+//!   at the gate (R8) must not hold a guard that the gate waits for.
+//! * **R8, the backlog is bounded.** The nodes retired by guards that have
+//!   left and not yet freed are counted beside the readers; while there are
+//!   `BACKLOG_LIMIT` or more, arrivals back out and wait outside any guard
+//!   until the guards inside have left and the last one has freed
+//!   (`reclaim.rs`). So at most `BACKLOG_LIMIT - 1` nodes plus what the
+//!   guards inside at the closing retire await freeing, under any schedule,
+//!   and no leave walks a list except to free it.
 //!
 //! *Outside code* (wakers, predicates, user `Drop`s)
 //!

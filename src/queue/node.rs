@@ -1,6 +1,6 @@
 //! Queue nodes: one per waiting thread (or the ownerless head), their
 //! statuses, and allocation. Who may dereference a node, and when it is
-//! freed, is `reclaim.rs`'s business (R1 to R6 in `queue/mod.rs`).
+//! freed, is `reclaim.rs`'s business (R1 to R8 in `queue/mod.rs`).
 
 use std::ptr;
 
@@ -51,8 +51,19 @@ pub(crate) struct Node {
     /// linked the node into the sync queue and armed its predecessor; from
     /// then on the owner runs the node as any waiter (N3).
     pub(crate) transferred: AtomicU32,
-    /// Link in the retired list.
-    pub(super) retired_next: AtomicPtr<Node>,
+    /// Link in the retired list (or a batch taken from it). Written by the
+    /// retirer before the push and then only by a batch's owner; read only
+    /// by a batch's owner (R4, R5: nobody else follows it).
+    pub(super) retired_next: crate::loom::UnsafeCell<*mut Node>,
+    /// The retired list's last node and length as they were once this node
+    /// was pushed onto it: what a batch taken with this node at its head
+    /// ends with, and how many nodes it holds. Written once, before the
+    /// push; read by later retirers and by the taker.
+    pub(super) retired_tail: crate::loom::UnsafeCell<(*mut Node, u64)>,
+    /// The same for a batch parked in the spare slot with this node at its
+    /// head: written by each owner that parks it (`Reclaim::stash`), read by
+    /// the next owner. Only a batch's owner touches it.
+    pub(super) batch_tail: crate::loom::UnsafeCell<(*mut Node, u64)>,
     /// An async waiter's waker slot (feature `async`); `None` for a thread,
     /// which parks on the node's address instead. Written before the node
     /// is published and never replaced.
@@ -78,7 +89,9 @@ impl Node {
             need,
             mode,
             transferred: AtomicU32::new(0),
-            retired_next: AtomicPtr::new(ptr::null_mut()),
+            retired_next: crate::loom::UnsafeCell::new(ptr::null_mut()),
+            retired_tail: crate::loom::UnsafeCell::new((ptr::null_mut(), 0)),
+            batch_tail: crate::loom::UnsafeCell::new((ptr::null_mut(), 0)),
             #[cfg(feature = "async")]
             task: None,
             #[cfg(aqs_loom)]

@@ -295,3 +295,164 @@ fn close_wakes_every_waiter_and_empties_the_queue() {
         .all(|&s| s == CANCELLED || s <= 0));
     settled(&sync);
 }
+
+/// R8: guards that overlap without a gap, for good. Eight threads pass a
+/// baton round a ring, and each holds its guard, retiring nodes inside,
+/// until the next one has entered its own, or has found the gate closed
+/// (a real guard never waits for another thread at all: R6). Some guard is
+/// open at nearly every instant, so a bare reader count (the scheme before
+/// R8) never reaches zero and frees nothing until the ring stops: its peak is
+/// every node retired, 80,000. With the gate, the backlog closes it, the
+/// guards inside leave, the last one frees, and the unfreed nodes stay under
+/// the limit plus what the guards inside at the closing retire.
+#[test]
+fn reclamation_is_bounded_under_overlapping_guards() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::{Condvar, Mutex};
+    const THREADS: usize = 8;
+    // Under Miri, enough turns (640 nodes) to close the gate once.
+    const HANDOFFS: usize = if cfg!(miri) { 160 } else { 20_000 };
+    const PER_GUARD: usize = 4;
+    const BOUND: usize = reclaim::BACKLOG_LIMIT as usize + THREADS * PER_GUARD;
+    const BOUND_WAIT: Duration = Duration::from_secs(10);
+    /// Whose guard is to enter next, and how many guards have entered.
+    struct Ring {
+        turns: Mutex<(usize, usize)>,
+        moved: Condvar,
+    }
+    impl Ring {
+        fn wait(&self, what: &str, until: impl Fn(&(usize, usize)) -> bool) {
+            let mut turns = self.turns.lock().unwrap();
+            while !until(&turns) {
+                let (t, timeout) = self
+                    .moved
+                    .wait_timeout(turns, Duration::from_millis(1))
+                    .unwrap();
+                turns = t;
+                if timeout.timed_out() && !until(&turns) {
+                    return; // the caller looks at the gate, then here again
+                }
+            }
+            let _ = what;
+        }
+        fn set(&self, f: impl FnOnce(&mut (usize, usize))) {
+            f(&mut self.turns.lock().unwrap());
+            self.moved.notify_all();
+        }
+        fn get(&self) -> (usize, usize) {
+            *self.turns.lock().unwrap()
+        }
+    }
+    let sync = Arc::new(RawSync::new(0));
+    let ring = Arc::new(Ring {
+        turns: Mutex::new((0, 0)),
+        moved: Condvar::new(),
+    });
+    let peak = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|me| {
+            let (sync, ring, peak) = (Arc::clone(&sync), Arc::clone(&ring), Arc::clone(&peak));
+            thread::spawn(move || {
+                let mut t = me;
+                while t < HANDOFFS {
+                    let since = Instant::now();
+                    while ring.get().0 != t {
+                        assert!(since.elapsed() < BOUND_WAIT, "the ring stalled at turn {t}");
+                        ring.wait("waiting for a turn", |&(turn, _)| turn == t);
+                    }
+                    let guard = sync.reclaim.enter();
+                    ring.set(|r| r.1 = t + 1);
+                    for _ in 0..PER_GUARD {
+                        let node = Node::alloc(1, Mode::Shared);
+                        // SAFETY: never published: unreachable, retired once.
+                        unsafe { sync.reclaim.retire(node, &guard) };
+                    }
+                    peak.fetch_max(sync.reclaim.unfreed(), SeqCst);
+                    ring.set(|r| r.0 = t + 1);
+                    // Hold the guard until the next one is open, or is held
+                    // at the gate (the last turn has no next).
+                    let since = Instant::now();
+                    while t + 1 < HANDOFFS && ring.get().1 <= t + 1 && !sync.reclaim.gate_closed() {
+                        assert!(since.elapsed() < BOUND_WAIT, "the next guard never came");
+                        ring.wait("waiting for the next guard", |&(_, entered)| {
+                            entered > t + 1
+                        });
+                    }
+                    drop(guard);
+                    t += THREADS;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let peak = peak.load(SeqCst);
+    assert!(
+        peak <= BOUND,
+        "{peak} retired nodes were unfreed at once (bound {BOUND}): reclamation is not bounded"
+    );
+    assert_eq!(
+        sync.reclaim.unfreed(),
+        0,
+        "nodes were left after the last guard"
+    );
+    settled(&sync);
+}
+
+/// R8 with no ring: eight threads enter, retire and leave as fast as they
+/// can (on two CPUs a thread is often preempted inside its guard, which
+/// holds every grace period back) for two seconds. The unfreed nodes stay
+/// under the bound all along, and everything is freed once they stop.
+#[test]
+fn reclamation_is_bounded_in_a_free_for_all() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    const THREADS: usize = 8;
+    const PER_GUARD: usize = 4;
+    const BOUND: usize = reclaim::BACKLOG_LIMIT as usize + THREADS * PER_GUARD;
+    let sync = Arc::new(RawSync::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    // Two seconds; under Miri, whose clock is virtual, 25 turns each.
+    let until = Instant::now() + Duration::from_secs(2);
+    let done = move |turn: usize| {
+        if cfg!(miri) {
+            turn == 25
+        } else {
+            Instant::now() >= until
+        }
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (sync, peak) = (Arc::clone(&sync), Arc::clone(&peak));
+            thread::spawn(move || {
+                let mut turn = 0;
+                while !done(turn) {
+                    turn += 1;
+                    let guard = sync.reclaim.enter();
+                    for _ in 0..PER_GUARD {
+                        let node = Node::alloc(1, Mode::Shared);
+                        // SAFETY: never published: unreachable, retired once.
+                        unsafe { sync.reclaim.retire(node, &guard) };
+                    }
+                    peak.fetch_max(sync.reclaim.unfreed(), SeqCst);
+                    drop(guard);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let peak = peak.load(SeqCst);
+    assert!(
+        peak <= BOUND,
+        "{peak} retired nodes were unfreed at once (bound {BOUND}; {} arrivals waited at the gate)",
+        sync.reclaim.gate_waits()
+    );
+    assert_eq!(
+        sync.reclaim.unfreed(),
+        0,
+        "nodes were left after the last guard"
+    );
+    settled(&sync);
+}
