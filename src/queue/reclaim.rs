@@ -249,7 +249,7 @@ impl Reclaim {
             };
             // SAFETY: `node` is not published yet: ours alone (R4).
             n.retired_tail.with_mut(|t| unsafe { *t = (last, len) });
-            // SAFETY: as above.
+            // SAFETY: not published yet: ours alone (R4).
             n.retired_next.with_mut(|next| unsafe { *next = head });
             // Release: the unlinking writes before this push, and the fields
             // above, happen-before whoever takes or reads the list (Acquire).
