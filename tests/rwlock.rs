@@ -302,6 +302,38 @@ fn fair_unlock_hands_off<R: Raw>() {
 }
 both!(fair_unlock_hands_off);
 
+/// The arrangement two async tests share: the write lock held, a read
+/// task queued behind it (polled once: pending), and a writer thread,
+/// running `writer`, queued behind the task.
+#[cfg(feature = "async")]
+fn write_held_reader_task_then_writer<'a, R: Raw + aqs::future::AsyncRawRwLock>(
+    lock: &'a Arc<Lock<R>>,
+    writer: impl FnOnce(&Lock<R>) + Send + 'static,
+) -> (
+    lock_api::RwLockWriteGuard<'a, R, u64>,
+    impl std::future::Future<Output = lock_api::RwLockReadGuard<'a, R, u64>> + Unpin + 'a,
+    thread::JoinHandle<()>,
+) {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Waker};
+
+    use aqs::RwLockAsync;
+
+    let w = lock.write();
+    let mut read = lock.read_async();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+    let writer = {
+        let lock = Arc::clone(lock);
+        thread::spawn(move || writer(&lock))
+    };
+    wait_until("the writer queues behind the reader", || {
+        queued(&**lock) == 2
+    });
+    (w, read, writer)
+}
+
 /// W2 with a reader leaving from the front of the queue: a reader task
 /// queues first and a writer thread behind it; the task's future is
 /// dropped (its node stays first, cancelled, until the writer skips it)
@@ -310,29 +342,16 @@ both!(fair_unlock_hands_off);
 /// holds the lock until the arrival has looked.
 #[cfg(feature = "async")]
 fn hand_off_past_a_leaving_reader<R: Raw + aqs::future::AsyncRawRwLock>() {
-    use std::future::Future;
-    use std::pin::Pin;
     use std::sync::mpsc;
-    use std::task::{Context, Waker};
-
-    use aqs::RwLockAsync;
 
     for _ in 0..if cfg!(miri) { 2 } else { 50 } {
         let lock = Arc::new(Lock::<R>::new(0));
-        let w = lock.write();
-        let mut read = lock.read_async();
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
         let (looked, look) = mpsc::channel::<()>();
-        let writer = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || {
-                let mut g = lock.write();
-                *g += 1;
-                look.recv_timeout(BOUND).expect("the arrival looked");
-            })
-        };
-        wait_until("the writer queues behind the reader", || queued(&lock) == 2);
+        let (w, read, writer) = write_held_reader_task_then_writer(&lock, move |lock| {
+            let mut g = lock.write();
+            *g += 1;
+            look.recv_timeout(BOUND).expect("the arrival looked");
+        });
         drop(read);
         lock_api::RwLockWriteGuard::unlock_fair(w);
         assert!(
@@ -371,18 +390,10 @@ fn arriving_reader_defers_to_a_writer_behind_a_woken_reader<
     use std::pin::Pin;
     use std::task::{Context, Poll, Waker};
 
-    use aqs::RwLockAsync;
-
     let lock = Arc::new(Lock::<R>::new(0));
-    let w = lock.write();
-    let mut read = lock.read_async();
+    let (w, mut read, writer) =
+        write_held_reader_task_then_writer(&lock, |lock| *lock.write() += 1);
     let mut cx = Context::from_waker(Waker::noop());
-    assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
-    let writer = {
-        let lock = Arc::clone(&lock);
-        thread::spawn(move || *lock.write() += 1)
-    };
-    wait_until("the writer queues behind the reader", || queued(&lock) == 2);
     drop(w); // wakes the reader task, which does not run yet
     assert!(
         lock.try_read().is_none(),
