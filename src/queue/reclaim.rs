@@ -382,11 +382,11 @@ impl Reclaim {
         let mut node = batch.head;
         let mut freed = 0;
         while !node.is_null() {
-            // SAFETY: the caller's proof: the batch is ours alone; read the
-            // link before freeing.
-            let next = unsafe { Node::get(node) }
-                .retired_next
-                .with(|n| unsafe { *n });
+            // SAFETY: the caller's proof (R4, R5): the batch is ours alone.
+            let n = unsafe { Node::get(node) };
+            // SAFETY: as above, nobody else touches the link (R4); read it
+            // before freeing.
+            let next = n.retired_next.with(|next| unsafe { *next });
             // SAFETY: the caller's proof that nobody can reach the batch.
             unsafe { Node::free(node) };
             node = next;
@@ -502,10 +502,11 @@ impl Batch {
         if other.head.is_null() {
             return self;
         }
-        // SAFETY: both batches are ours (see the type's docs), and
+        // SAFETY: both batches are ours (the type's docs: R4, R5), and
         // `self.last` is its last node.
-        unsafe { Node::get(self.last) }
-            .retired_next
+        let last = unsafe { Node::get(self.last) };
+        // SAFETY: as above: only a batch's owner touches its links (R4).
+        last.retired_next
             .with_mut(|next| unsafe { *next = other.head });
         Batch {
             head: self.head,

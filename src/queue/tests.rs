@@ -296,6 +296,32 @@ fn close_wakes_every_waiter_and_empties_the_queue() {
     settled(&sync);
 }
 
+/// R8's two stress tests end alike: every worker joins, the peak of
+/// unfreed nodes stayed within `bound`, and nothing is left once all left.
+fn bounded_after_join(
+    workers: Vec<thread::JoinHandle<()>>,
+    sync: &RawSync,
+    peak: &std::sync::atomic::AtomicUsize,
+    bound: usize,
+) {
+    for w in workers {
+        w.join().unwrap();
+    }
+    let peak = peak.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        peak <= bound,
+        "{peak} retired nodes were unfreed at once (bound {bound}; {} arrivals waited at the gate): \
+         reclamation is not bounded",
+        sync.reclaim.gate_waits()
+    );
+    assert_eq!(
+        sync.reclaim.unfreed(),
+        0,
+        "nodes were left after the last guard"
+    );
+    settled(sync);
+}
+
 /// R8: guards that overlap without a gap, for good. Eight threads pass a
 /// baton round a ring, and each holds its guard, retiring nodes inside,
 /// until the next one has entered its own, or has found the gate closed
@@ -384,20 +410,7 @@ fn reclamation_is_bounded_under_overlapping_guards() {
             })
         })
         .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let peak = peak.load(SeqCst);
-    assert!(
-        peak <= BOUND,
-        "{peak} retired nodes were unfreed at once (bound {BOUND}): reclamation is not bounded"
-    );
-    assert_eq!(
-        sync.reclaim.unfreed(),
-        0,
-        "nodes were left after the last guard"
-    );
-    settled(&sync);
+    bounded_after_join(workers, &sync, &peak, BOUND);
 }
 
 /// R8 with no ring: eight threads enter, retire and leave as fast as they
@@ -440,19 +453,5 @@ fn reclamation_is_bounded_in_a_free_for_all() {
             })
         })
         .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let peak = peak.load(SeqCst);
-    assert!(
-        peak <= BOUND,
-        "{peak} retired nodes were unfreed at once (bound {BOUND}; {} arrivals waited at the gate)",
-        sync.reclaim.gate_waits()
-    );
-    assert_eq!(
-        sync.reclaim.unfreed(),
-        0,
-        "nodes were left after the last guard"
-    );
-    settled(&sync);
+    bounded_after_join(workers, &sync, &peak, BOUND);
 }
