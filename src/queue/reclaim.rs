@@ -196,7 +196,10 @@ impl Reclaim {
     fn wait_at_gate(&self) {
         #[cfg(all(test, not(aqs_loom)))]
         self.gate_waits.fetch_add(1, Relaxed);
-        let mut spins = 0u32;
+        // R6 holds: we are outside every guard. The guards inside are
+        // short, so spin a little (the crate's budget), then give the CPU
+        // to them.
+        let spin = crate::spin::Spin::new();
         loop {
             let word = self.word.load(Relaxed);
             if backlog_of(word) < self.limit() {
@@ -206,18 +209,7 @@ impl Reclaim {
             // subtraction. Give it a moment, then enter again (our back-out
             // frees, if anything is left).
             let nobody_inside = readers_of(word) == 0;
-            // R6 holds: we are outside every guard. The guards inside are
-            // short, so spin a little, then give the CPU to them.
-            #[cfg(not(aqs_loom))]
-            let spun = spins < 6;
-            #[cfg(aqs_loom)]
-            let spun = false;
-            if spun {
-                for _ in 0..1 << spins {
-                    std::hint::spin_loop();
-                }
-                spins += 1;
-            } else {
+            if !spin.spin() {
                 crate::loom::yield_now();
             }
             if nobody_inside {
