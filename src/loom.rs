@@ -41,11 +41,9 @@ pub(crate) use loom::cell::UnsafeCell;
 /// An `UnsafeCell` with loom's closure-based API on both back ends.
 #[cfg(not(aqs_loom))]
 #[derive(Debug)]
-#[allow(dead_code)] // only the loom build's node bookkeeping uses it today
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
 #[cfg(not(aqs_loom))]
-#[allow(dead_code)]
 impl<T> UnsafeCell<T> {
     pub(crate) const fn new(value: T) -> Self {
         UnsafeCell(std::cell::UnsafeCell::new(value))
