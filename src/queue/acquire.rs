@@ -1,10 +1,11 @@
-//! Acquiring: the arrival's CAS and the one resumable
-//! acquire step that every waiter runs (`acquire` in JDK 14+, where it
-//! replaced JDK 8's `doAcquireShared` family).
+//! Acquiring after arrival: the one resumable acquire step that every
+//! waiter runs (`acquire` in JDK 14+, where it replaced JDK 8's
+//! `doAcquireShared` family), and the blocking driver around it.
 
 use std::ptr;
 use std::time::Instant;
 
+use super::arrive::TryAcquire;
 use super::node::{Node, CANCELLED, SIGNAL};
 use super::policy::{try_acquire, Discipline, Mode, Policy};
 use super::reclaim::Guard;
@@ -13,17 +14,6 @@ use super::RawSync;
 use crate::loom::Ordering::*;
 use crate::park::{deadline_passed, park, Parked};
 use crate::spin::{Spin, YieldWindow, SECOND_IN_LINE_RENEWALS, YIELD_WINDOW};
-
-/// The result of a non-blocking acquire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TryAcquire {
-    /// Acquired.
-    Acquired,
-    /// The policy refused; nothing changed.
-    Failed,
-    /// The synchronizer is closed.
-    Closed,
-}
 
 /// Why a blocking acquire gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,93 +148,6 @@ impl<'s> Waiter<'s> {
 }
 
 impl RawSync {
-    /// Tries to acquire in shared mode without queueing, as an arriving
-    /// thread.
-    #[inline]
-    pub(crate) fn try_acquire_shared<P: Policy + ?Sized>(
-        &self,
-        policy: &P,
-        arg: u32,
-    ) -> TryAcquire {
-        self.arrive(policy, Mode::Shared, arg)
-    }
-
-    /// Tries to acquire in exclusive mode without queueing, as an arriving
-    /// thread.
-    #[inline]
-    pub(crate) fn try_acquire_exclusive<P: Policy + ?Sized>(
-        &self,
-        policy: &P,
-        arg: u32,
-    ) -> TryAcquire {
-        self.arrive(policy, Mode::Exclusive, arg)
-    }
-
-    /// The arrival's CAS loop: load the word, let the policy decide, CAS.
-    #[inline]
-    fn arrive<P: Policy + ?Sized>(&self, policy: &P, mode: Mode, arg: u32) -> TryAcquire {
-        let mut s = self.state.load(Relaxed);
-        loop {
-            let acquired = if is_closed(s) {
-                None
-            } else {
-                let others_queued = waiters_of(s) > 0
-                    && (mode == Mode::Exclusive
-                        || !policy.shared_arrivals_defer_to_exclusive()
-                        || policy.shared_arrivals_defer_to_any(value_of(s))
-                        || self.exclusive_queued());
-                try_acquire(policy, mode, value_of(s), arg, others_queued)
-            };
-            let Some(acquired) = acquired else {
-                return if is_closed(s) {
-                    TryAcquire::Closed
-                } else {
-                    TryAcquire::Failed
-                };
-            };
-            let next = after_take(s, acquired.value);
-            // AcqRel: Acquire pairs with the release that put the value there.
-            match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
-                Ok(_) => return TryAcquire::Acquired,
-                Err(actual) => s = actual,
-            }
-        }
-    }
-
-    /// Whether a queued waiter is exclusive, looking from the head's
-    /// successor along `next` links: a heuristic for
-    /// [`Policy::shared_arrivals_defer_to_exclusive`]. Not only the first
-    /// waiter (the JDK's `apparentlyFirstQueuedIsExclusive`): a reader that
-    /// was woken but has not run yet sits first until it does, and on a
-    /// busy machine that is a scheduler tick, in which arriving readers
-    /// would keep passing the writer behind it. A waiter linking in (the
-    /// tail moved, its `next` link not yet written) or leaving meanwhile
-    /// may be seen or missed; the walk ends at the first exclusive node or
-    /// a missing link.
-    #[cold]
-    fn exclusive_queued(&self) -> bool {
-        // An arrival never waits at the reclamation gate (R8): while it is
-        // closed, assume the worst, as for a waiter we cannot see.
-        let Some(guard) = self.reclaim.try_enter() else {
-            return true;
-        };
-        let h = self.head.load(Acquire);
-        if h.is_null() {
-            return false;
-        }
-        // SAFETY: R5: loaded from `head` inside the guard.
-        let mut next = unsafe { guard.node(h) }.next.load(Acquire);
-        while !next.is_null() {
-            // SAFETY: R5: a `next` link loaded inside the guard.
-            let node = unsafe { guard.node(next) };
-            if node.mode == Mode::Exclusive {
-                return true;
-            }
-            next = node.next.load(Acquire);
-        }
-        false
-    }
-
     /// Acquires `arg` in shared mode, queueing and parking until the policy
     /// agrees, the synchronizer closes, or `deadline` passes.
     #[inline]

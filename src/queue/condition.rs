@@ -34,7 +34,8 @@ use std::collections::VecDeque;
 use std::ptr;
 use std::time::Instant;
 
-use super::acquire::{Driven, TryAcquire};
+use super::acquire::Driven;
+use super::arrive::TryAcquire;
 use super::node::{Node, CANCELLED, CONDITION, NONE};
 use super::policy::{try_acquire, Mode, Policy};
 use super::release::wake_thread;

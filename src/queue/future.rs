@@ -27,7 +27,8 @@
 
 use std::task::{Context, Poll};
 
-use super::acquire::{AcquireFailed, Step, TryAcquire, Waiter};
+use super::acquire::{AcquireFailed, Step, Waiter};
+use super::arrive::TryAcquire;
 use super::policy::{Mode, Policy};
 use super::{propagate, RawSync};
 use crate::waker::drop_caught;

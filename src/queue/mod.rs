@@ -260,6 +260,7 @@ use crate::loom::{AtomicPtr, AtomicU64, Ordering::*};
 use crate::spin::Pace;
 
 mod acquire;
+mod arrive;
 mod cancel;
 mod enqueue;
 // The loom build's only users of condition queues are its models.
@@ -282,7 +283,8 @@ mod test_policy;
 #[cfg(all(test, not(aqs_loom)))]
 mod tests;
 
-pub(crate) use acquire::{AcquireFailed, TryAcquire};
+pub(crate) use acquire::AcquireFailed;
+pub(crate) use arrive::TryAcquire;
 pub(crate) use condition::{Bound, Condition, Waited};
 #[cfg(feature = "async")]
 #[cfg_attr(aqs_loom, allow(unused_imports))]
