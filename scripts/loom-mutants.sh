@@ -5,7 +5,8 @@
 # "deadlock"; a premature free is the freed-node assertion or a causality
 # violation; an orphaned node is the models' own check). A non-zero exit for
 # any other reason (a patch that no longer applies, a compile error, loom's
-# branch limit, a timeout, another assertion) does NOT count as caught. The
+# branch limit, a timeout, another assertion) does NOT count as caught; nor
+# does an abort, unless loom's first panic already reported that KIND. The
 # same models also run on the unpatched crate, which must pass, so a broken
 # model cannot pass for a catch. Exits 0 only if the clean build passes and
 # every planted bug is caught. One loom job at a time.
@@ -46,6 +47,7 @@ passed='a reader passed a queued writer'
 leaked='Allocation leaked|retired nodes lingered'
 mutants=(
   "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
+  "no_propagate|queue::future::loom_models::propagation_mixes_tasks_and_threads_bound_2|$deadlock"
   "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
   "cancel_no_wake|queue::loom_models::cancel_races_release|$deadlock"
   "free_early|queue::loom_models::add_permits_wakes_two_waiters|$freed"
@@ -64,11 +66,13 @@ mutants=(
   "transfer_no_recheck|condvar::loom_models::notify_one_after_unlock_nonfair|$deadlock"
   "timeout_no_reacquire|condvar::loom_models::timed_wait_races_notify|$unheld"
   "transfer_store_early|condvar::loom_models::notifier_is_done_before_the_waiter_returns|$dropped"
+  "transfer_store_early|condvar::loom_models::notify_all_is_done_before_the_last_waiter_returns|$dropped"
   "reader_passes_writer|rwlock::loom_models::arriving_reader_defers_to_a_queued_writer_nonfair|$passed"
   "fair_reader_barges|rwlock::loom_models::arriving_reader_defers_to_a_queued_writer_fair|$passed"
   "downgrade_no_wake|rwlock::loom_models::downgrade_while_readers_queue_fair|$deadlock"
   "latch_last_skips_queue|latch::loom_models::last_count_down_wakes_two_waiters|$deadlock"
   "register_keeps_stale_waker|queue::future::loom_models::waker_replaced_while_a_release_wakes|$deadlock"
+  "register_skips_flag|queue::future::loom_models::waker_replaced_while_a_release_wakes|$deadlock"
   "dropped_future_stays_queued|queue::future::loom_models::dropped_signalled_future_passes_the_wake_on|$deadlock"
   "handoff_first_look|rwlock::loom_models::handed_off_lock_refuses_arriving_readers_behind_a_leaving_reader|$barged"
   "close_skips_tasks|queue::future::loom_models::close_wakes_queued_tasks|$deadlock"
@@ -164,11 +168,19 @@ for entry in "${mutants[@]}"; do
     failed=1
   else
     out="$log_dir/$mutant.log"
-    if run_test "$bin" "$name" "$out"; then
+    rc=0
+    run_test "$bin" "$name" "$out" || rc=$?
+    if [[ $rc -eq 0 ]]; then
       verdict="NOT CAUGHT (model passed)"
       failed=1
     elif grep -q "test result: FAILED. 0 passed; 1 failed" "$out" && grep -Eq "$pattern" "$out"; then
       verdict="caught: $(grep -Eo "$pattern" "$out" | sed -n 1p)"
+    elif [[ $rc -eq 134 ]] && grep -q "non-unwinding panic" "$out" &&
+      grep -m1 -A1 "panicked at" "$out" | grep -Eq "$pattern"; then
+      # Loom reported the failure, then aborted tearing the execution down
+      # (a loom Arc dropped during the unwind from inside `block_on`). The
+      # first panic is the verdict.
+      verdict="caught (loom aborted after its report): $(grep -Eo "$pattern" "$out" | sed -n 1p)"
     else
       verdict="NOT CAUGHT (failed, but not with: $pattern)"
       failed=1

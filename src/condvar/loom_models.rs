@@ -2,8 +2,10 @@
 //! `notify_one`, a timed wait whose deadline races the notify, and
 //! `notify_all` to two waiters, each with the notify made while holding the
 //! mutex or after letting it go. No notify may be lost: one that found a
-//! waiter wakes a waiter, which then re-acquires. Run with
-//! `bash scripts/loom.sh`.
+//! waiter wakes a waiter, which then re-acquires. And no notifier may use
+//! the mutex once the waiters it notified could have returned (one waiter
+//! under `notify_one`, two under `notify_all`), since their owner may then
+//! drop it (N3). Run with `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -278,5 +280,44 @@ fn notifier_is_done_before_the_waiter_returns() {
         s.unlock();
         s.cond.notify_one();
         waiter.join().unwrap();
+    });
+}
+
+/// The notifier of a `notify_all` must be done with the mutex before the
+/// last of its waiters returns: each later waiter borrows the mutex only
+/// until it sees its own node transferred, so once both have returned the
+/// owner may drop it. Two waiters, untimed; whichever returns second marks
+/// the mutex dropped (`loom_drop`) right after its unlock, and main
+/// notifies after its own unlock. A waiter released through its new
+/// predecessor (the first waiter's unlock) can run before the notifier has
+/// finished transferring it, so any use of the mutex by the transfer after
+/// that waiter could return is a causality violation. Bound 2.
+#[test]
+fn notify_all_is_done_before_the_last_waiter_returns() {
+    check(2, || {
+        let s = Shared::<false>::new();
+        let returned = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, returned) = (Arc::clone(&s), Arc::clone(&returned));
+                thread::spawn(move || {
+                    s.lock.lock();
+                    while !s.flag() {
+                        s.wait(None);
+                    }
+                    s.unlock();
+                    if returned.fetch_add(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+                        s.lock.sync.loom_drop();
+                    }
+                })
+            })
+            .collect();
+        s.lock.lock();
+        s.set_flag();
+        s.unlock();
+        s.cond.notify_all();
+        for w in waiters {
+            w.join().unwrap();
+        }
     });
 }

@@ -137,19 +137,21 @@ fn dropped_signalled_future_passes_the_wake_on() {
 /// releases while main runs the future under `block_on`, whose first poll
 /// registers a new waker. The release's wake must reach the new waker (or
 /// the poll must see the wake flag), or `block_on` sleeps for good (AW2,
-/// F2). Bound 2.
+/// F2). Bound 2. The future is dropped only on success: on loom's deadlock
+/// report its drop would run the queue's atomics during the unwind, and
+/// loom aborts on that instead of reporting.
 #[test]
 fn waker_replaced_while_a_release_wakes() {
     check(2, || {
         let sem = semaphore(true, 0);
-        let mut fut = Acquire::new(&sem);
-        assert!(poll_once(&mut fut).is_pending());
+        let mut fut = std::mem::ManuallyDrop::new(Acquire::new(&sem));
+        assert!(poll_once(&mut *fut).is_pending());
         let releaser = {
             let sem = Arc::clone(&sem);
             thread::spawn(move || sem.raw.release_shared(&sem.policy, 1))
         };
-        assert!(loom::future::block_on(&mut fut));
-        drop(fut);
+        assert!(loom::future::block_on(&mut *fut));
+        drop(std::mem::ManuallyDrop::into_inner(fut));
         releaser.join().unwrap();
         sem.raw.release_shared(&sem.policy, 1);
         assert_quiescent(&sem, 1);
@@ -176,6 +178,31 @@ fn propagation_mixes_tasks_and_threads() {
         while waiters_of(sem.raw.state()) < 2 {
             thread::yield_now();
         }
+        sem.raw.release_shared(&sem.policy, 2);
+        thread.join().unwrap();
+        task.join().unwrap();
+        assert_quiescent(&sem, 0);
+    });
+}
+
+/// The same batch at bound 2, with no wait for both to queue: the release
+/// of two units may come before, between or after the two arrivals, and
+/// the preemptions left place it against a waiter's arming or the first
+/// woken waiter's propagation. (Waiting with `yield_now` until both are
+/// counted, as the bound-1 model does, lets loom run main's yields and the
+/// task's spurious wake-ups against each other without end at bound 2.)
+#[test]
+fn propagation_mixes_tasks_and_threads_bound_2() {
+    check(2, || {
+        let sem = semaphore(true, 0);
+        let thread = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || assert!(sem.raw.acquire_shared(&sem.policy, 1, None).is_ok()))
+        };
+        let task = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || assert!(loom::future::block_on(Acquire::new(&sem))))
+        };
         sem.raw.release_shared(&sem.policy, 2);
         thread.join().unwrap();
         task.join().unwrap();
