@@ -80,6 +80,8 @@ mutants=(
   "wake_inline|queue::future::loom_models::wake_panics_mid_propagation|permits were lost or invented"
   "stash_drops_batch|queue::loom_models::add_permits_wakes_two_waiters|$leaked"
   "join_drops_other|queue::loom_models::guards_retire_and_leave|$leaked"
+  "skip_no_redirect|queue::loom_models::release_after_a_cancelled_node_is_freed|$freed"
+  "tail_unlink_no_clear|queue::loom_models::release_after_a_cancelled_node_is_freed|$freed"
   "reader_first_look|rwlock::loom_models::arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair|$passed"
 )
 

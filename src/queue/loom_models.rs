@@ -489,6 +489,49 @@ fn timed_and_untimed_waiters(fair: bool, permits: u32) {
     });
 }
 
+/// A cancelled node must leave no `next` hint behind once it is retired
+/// (R2, R3): a thread that enters the queue code after the node was freed
+/// and follows a stale hint reads freed memory. The other cancel models
+/// release while the timed waiter may still be leaving, so in every
+/// schedule they reach the free comes after the read; here main joins the
+/// timed waiter first, so the release comes after its node was retired and
+/// freed. A timed waiter and an untimed one queue on an empty fair
+/// semaphore, in either order; the timed one times out (no permit is free
+/// until main releases). Queued first, it is skipped and retired by the
+/// untimed one, woken by its cancel (R2); queued second, it is the tail,
+/// swings `tail` back and retires itself (R3). Main then releases two: the
+/// release reads the head's `next` hint, and the untimed waiter, taking one
+/// as the new head, reads its own to decide whether to propagate the
+/// other. Bound 1: the schedules that read a freed node need none (main
+/// blocks in the join, each waiter parks, the timeout fires, each exit is
+/// a free switch); one more explores the arrivals against each other. Main
+/// does not wait for both to be counted: a `yield_now` loop there lets
+/// loom run it without end once the timed waiter has left.
+#[test]
+fn release_after_a_cancelled_node_is_freed() {
+    check(1, || {
+        let sem = semaphore(true, 0);
+        let timed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || {
+                let deadline = Some(Instant::now() + Duration::from_secs(1));
+                assert!(
+                    sem.raw.acquire_shared(&sem.policy, 1, deadline).is_err(),
+                    "no permit was free"
+                );
+            })
+        };
+        let untimed = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || sem.acquire_release(1))
+        };
+        timed.join().unwrap();
+        sem.release(2);
+        untimed.join().unwrap();
+        assert_quiescent(&sem, 2);
+    });
+}
+
 /// A timed waiter leaves while the node it armed takes over as head. `first`
 /// queues and parks, a timed waiter queues behind it, arms it and times out,
 /// and main adds 2 and queues too (behind the timed waiter, or behind `first`
