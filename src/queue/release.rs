@@ -305,7 +305,9 @@ impl RawSync {
     /// RMW came before our clear in the word's order, so our clear
     /// synchronizes with it and the `head` load after it sees the move (the
     /// waiter loaded the new head before publishing); then set the bit back.
-    /// A waiter that publishes after our clear keeps its bit.
+    /// A waiter that publishes after our clear keeps its bit. (The caller's
+    /// follow-up through the moved head covers the same case; the re-set
+    /// keeps the bit right on its own, without relying on that.)
     fn disarm(&self, h: *mut Node) {
         self.state.fetch_and(!ARMED, AcqRel);
         if self.head.load(Acquire) != h {
