@@ -56,7 +56,7 @@ mutants=(
   "passed_no_retry|queue::loom_models::acquire_many_at_head_fair|$deadlock"
   "stale_value|queue::loom_models::propagation_jdk_6801020|$deadlock"
   "no_armed|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
-  "armed_late_clear|queue::loom_models::acquire_many_at_head_nonfair|$deadlock"
+  "armed_late_clear|queue::loom_models::stale_armed_bit_is_cleared_safely|$deadlock"
   "unlink_load|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
   "foreign_signal|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
   "blind_disarm|queue::loom_models::stale_armed_bit_is_cleared_safely|$deadlock"
