@@ -1,19 +1,15 @@
 #!/usr/bin/env bash
 # Miri: runs the unit tests and every public test target (all of tests/*.rs
 # except loom.rs) under Miri, looking for undefined behaviour, data races and
-# leaks; then re-runs the concurrency tests under several more schedules.
+# leaks, under several schedules at once.
 #
 #   bash scripts/miri.sh            # from any directory
 #
 # Environment:
-#   AQS_MIRI_SEEDS=N     extra schedules for the concurrency tests (default 2:
-#                        seeds 1..=2 after the default seed 0; Miri runs
-#                        them in parallel, one per CPU, so on 2 CPUs a third
-#                        seed costs as much as the first two)
-#   AQS_MIRI_STEPS=S     which steps to run: `all` (default), `base` (the
-#                        default seed and strict provenance: one CPU) or
-#                        `seeds` (the extra seeds: every CPU). CI runs `base`
-#                        beside the loom suite and `seeds` on its own.
+#   AQS_MIRI_SEEDS=N     how many schedules: seeds 0..N, the default seed
+#                        first (default 2). Miri runs them in parallel, one
+#                        per CPU, so on 2 CPUs a third seed costs as much as
+#                        the first two.
 #   AQS_MIRI_TARGET_DIR  build directory (default target/h-miri). An exported
 #                        CARGO_TARGET_DIR is ignored on purpose: Miri's
 #                        artifacts never mix with anyone else's.
@@ -35,11 +31,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CARGO_TERM_COLOR=never
 export CARGO_TARGET_DIR="${AQS_MIRI_TARGET_DIR:-$PWD/target/h-miri}"
 SEEDS="${AQS_MIRI_SEEDS:-2}"
-STEPS="${AQS_MIRI_STEPS:-all}"
-case "${STEPS}" in
-all | base | seeds) ;;
-*) echo "AQS_MIRI_STEPS must be all, base or seeds, not ${STEPS}" >&2; exit 2 ;;
-esac
+((SEEDS >= 1)) || { echo "AQS_MIRI_SEEDS must be at least 1" >&2; exit 2; }
 BASE_FLAGS="-Zmiri-permissive-provenance"
 
 script_start=$SECONDS
@@ -95,24 +87,14 @@ done
 
 step "build" cargo +nightly miri test --no-run "${targets[@]}"
 
-if [[ "${STEPS}" != seeds ]]; then
-  # 1. Everything, default seed, permissive provenance; Miri's leak check is on.
-  step "all targets (seed 0)" env MIRIFLAGS="${BASE_FLAGS}" \
-    cargo +nightly miri test "${targets[@]}" -- "${skip_args[@]+"${skip_args[@]}"}"
+# 1. Everything under seeds 0..SEEDS, in parallel (the seed drives thread
+#    preemption and which weak-memory value a load returns); permissive
+#    provenance; Miri's leak check is on.
+step "all targets, seeds 0..${SEEDS}" env MIRIFLAGS="${BASE_FLAGS} -Zmiri-many-seeds=0..${SEEDS}" \
+  cargo +nightly miri test "${targets[@]}" -- "${skip_args[@]+"${skip_args[@]}"}"
 
-  # 2. Strict provenance where nothing parks (see the header).
-  step "sequential model (nonfair), strict provenance" env MIRIFLAGS="-Zmiri-strict-provenance" \
-    cargo +nightly miri test --test model -- sequential_ops_match_the_model_nonfair
-fi
-
-# 3. The concurrency tests under more schedules: Miri's seed drives thread
-#    preemption and which weak-memory value a load returns. Every target
-#    again (the single-threaded ones cost little), minus the sequential model
-#    tests, which have no schedule to vary.
-if [[ "${STEPS}" != base ]] && ((SEEDS > 0)); then
-  step "all targets but the sequential model, seeds 1..=${SEEDS}" \
-    env MIRIFLAGS="${BASE_FLAGS} -Zmiri-many-seeds=1..$((SEEDS + 1))" \
-    cargo +nightly miri test "${targets[@]}" -- --skip sequential_ops_match_the_model "${skip_args[@]+"${skip_args[@]}"}"
-fi
+# 2. Strict provenance where nothing parks (see the header).
+step "sequential model (nonfair), strict provenance" env MIRIFLAGS="-Zmiri-strict-provenance" \
+  cargo +nightly miri test --test model -- sequential_ops_match_the_model_nonfair
 
 echo "--- miri: clean in $((SECONDS - script_start))s"
