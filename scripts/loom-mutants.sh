@@ -60,6 +60,7 @@ mutants=(
   "unlink_load|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
   "foreign_signal|queue::loom_models::timed_waiter_leaves_during_takeover_fair|$deadlock"
   "blind_disarm|queue::loom_models::stale_armed_bit_is_cleared_safely|$deadlock"
+  "disarm_no_rearm|queue::loom_models::disarm_races_a_takeover|$deadlock"
   "yield_unguarded|queue::loom_models::add_permits_wakes_two_waiters_fair_yielding|$freed"
   "handoff_ignored|mutex::loom_models::unlock_fair_hands_off_past_a_barger|$barged"
   "claimed_wake_dropped|condvar::loom_models::notify_all_two_waiters|$deadlock"

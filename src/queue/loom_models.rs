@@ -42,7 +42,7 @@ use super::policy::Mode;
 use super::state::{is_closed, value_of, waiters_of, ARMED};
 use super::test_policy::Permits;
 use super::RawSync;
-use crate::loom::Ordering::AcqRel;
+use crate::loom::Ordering::{AcqRel, Acquire};
 
 /// Runs `f` under loom with at most `bound` preemptions per execution
 /// (lowered further by `LOOM_MAX_PREEMPTIONS` if that is set and smaller).
@@ -664,6 +664,65 @@ fn stale_armed_bit_is_cleared_safely() {
         v.join().unwrap();
         let barged = b.join().unwrap();
         assert_eq!(cell.total(), 1 + usize::from(barged));
+        assert_quiescent(&sem, 1);
+    });
+}
+
+/// A release that consumed the head's SIGNAL clears the armed bit
+/// (`disarm`); if the head moved meanwhile, the bit may stand for a SIGNAL
+/// on the new head (A1). One nonfair permit, held by main; `a` and `b`
+/// queue behind it and park, each arming its predecessor. Main releases,
+/// and a stray unpark of the first waiter (K1: a late `unpark_one` on a
+/// reused key) lets it run while main is between its status RMW and its
+/// clear: it finds the permit free, takes it and becomes the head, whose
+/// SIGNAL the second waiter set. Two things keep that waiter's wake-up:
+/// `disarm` sets the bit back when the head moved, and a barging release
+/// goes on through the moved head. The planted bug `disarm_no_rearm`
+/// removes both, and the second waiter sleeps with the permit free. Each
+/// waiter yields while it holds, so that its release can come after main's
+/// clear without a preemption; the stray thread blocks on a channel until
+/// both waiters are counted (a second thread spinning beside main would let
+/// loom run the two against each other without end). Bound 1 (25 s): one
+/// preemption stops main between its RMW and its clear.
+#[test]
+fn disarm_races_a_takeover() {
+    check(1, || {
+        let sem = semaphore(false, 1);
+        assert!(sem.try_acquire());
+        let waiter = || {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || {
+                assert!(sem.acquire(1), "closed");
+                thread::yield_now();
+                sem.release(1);
+            })
+        };
+        let (a, b) = (waiter(), waiter());
+        let (go, ready) = loom::sync::mpsc::channel::<()>();
+        let stray = {
+            let sem = Arc::clone(&sem);
+            thread::spawn(move || {
+                ready.recv().unwrap();
+                let first = {
+                    let guard = sem.raw.reclaim.enter();
+                    let h = sem.raw.head.load(Acquire);
+                    // SAFETY: R5: loaded from `head` inside the guard (both
+                    // waiters are queued, so there is a head).
+                    unsafe { guard.node(h) }.next.load(Acquire)
+                };
+                if !first.is_null() {
+                    crate::park::unpark_one(first as usize);
+                }
+            })
+        };
+        while waiters_of(sem.raw.state()) < 2 {
+            thread::yield_now();
+        }
+        go.send(()).unwrap();
+        sem.release(1);
+        a.join().unwrap();
+        b.join().unwrap();
+        stray.join().unwrap();
         assert_quiescent(&sem, 1);
     });
 }
