@@ -35,7 +35,8 @@ use crate::{Error, MultiGuard, MutexGuard, Permit, ReadGuard, SemaphoreMutexGuar
 /// One ZooKeeper session and the runtime that drives it.
 ///
 /// Drop guards before their session: a guard that outlives it can no longer delete its nodes,
-/// which then go only when the server expires the session.
+/// which then go only when the server expires the session. Dropping the last clone does not
+/// wait for the server either; [`close`](Session::close) does, and ends the session at once.
 ///
 /// Dropping the last clone is safe anywhere, inside async code too: there the session's
 /// runtime is shut down in the background rather than waited for.
@@ -43,6 +44,7 @@ use crate::{Error, MultiGuard, MutexGuard, Permit, ReadGuard, SemaphoreMutexGuar
 pub struct Session {
     rt: Arc<OwnedRuntime>,
     client: zk::Client,
+    hosts: Arc<str>,
 }
 
 /// The session's runtime. Dropping a Tokio runtime blocks until its tasks stop, which Tokio
@@ -107,7 +109,21 @@ impl Session {
         Ok(Session {
             rt: Arc::new(OwnedRuntime(Some(rt))),
             client,
+            hosts: hosts.into(),
         })
+    }
+
+    /// Ends the session on the server now and waits until the server has done it, as
+    /// [`crate::close_session`]: every node of the session is gone when this returns, and every
+    /// guard of it reports lost. Call it before the process exits.
+    ///
+    /// # Errors
+    /// As [`crate::close_session`].
+    ///
+    /// # Panics
+    /// If called from inside a Tokio runtime.
+    pub fn close(self) -> Result<(), Error> {
+        self.block_on(crate::close_session(&self.client, &self.hosts))
     }
 
     /// The async client, for use with the async types from async code.

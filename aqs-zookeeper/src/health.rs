@@ -26,8 +26,14 @@
 //!   Suspension clears when a reply arrives on a live connection; a grant's hold then stands.
 //! - **H5** If the task ends for any reason its status sender drops, and every grant reports
 //!   lost: `lost()` and `is_lost()` agree.
+//! - **H6** [`end`] (called by `close_session` once the server confirmed the close) makes the
+//!   task publish the session as ended before it returns, and a task started later starts
+//!   ended. So when `close_session` returns, every guard reports lost and every acquire of the
+//!   session fails, whatever the client's own connection is doing: the server does not answer
+//!   the old connection of a session closed through another, and the client notices only
+//!   when its link times out (`2/5 T`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -74,9 +80,19 @@ impl Status {
 pub(crate) struct Health {
     status: watch::Receiver<Status>,
     task: tokio::task::JoinHandle<()>,
+    /// Tells the task that the session was closed on purpose (H6).
+    end: Arc<tokio::sync::Notify>,
 }
 
-type Registry = StdMutex<HashMap<i64, Weak<Health>>>;
+/// The sessions of this process: the live health tasks, and the sessions closed on purpose
+/// (H6; one id each, for the life of the process).
+#[derive(Default)]
+struct Sessions {
+    live: HashMap<i64, Weak<Health>>,
+    closed: HashSet<i64>,
+}
+
+type Registry = StdMutex<Sessions>;
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -90,24 +106,29 @@ impl Health {
     pub(crate) fn of(client: &zk::Client) -> Arc<Health> {
         let id = client.session_id().0;
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(h) = reg.get(&id).and_then(Weak::upgrade) {
+        if let Some(h) = reg.live.get(&id).and_then(Weak::upgrade) {
             if !h.task.is_finished() {
                 return h;
             }
         }
-        reg.retain(|_, w| w.strong_count() > 0);
+        reg.live.retain(|_, w| w.strong_count() > 0);
+        let closed = reg.closed.contains(&id);
         let t = client.session_timeout();
         let now = Instant::now();
         let (tx, status) = watch::channel(Status {
-            losses: 0,
+            losses: u64::from(closed),
             lost_at: now + t.saturating_sub(loss_margin(t)),
             suspend_at: now + t / 3,
             disconnected: false,
-            ended: false,
+            ended: closed,
         });
-        let task = tokio::spawn(heartbeat(client.clone(), tx, now));
-        let h = Arc::new(Health { status, task });
-        reg.insert(id, Arc::downgrade(&h));
+        let end = Arc::new(tokio::sync::Notify::new());
+        if closed {
+            end.notify_one();
+        }
+        let task = tokio::spawn(heartbeat(client.clone(), tx, now, end.clone()));
+        let h = Arc::new(Health { status, task, end });
+        reg.live.insert(id, Arc::downgrade(&h));
         h
     }
 
@@ -121,6 +142,36 @@ impl Health {
     pub(crate) fn subscribe(&self) -> watch::Receiver<Status> {
         self.status.clone()
     }
+
+    /// Whether the session ended for good (H3, H6).
+    pub(crate) fn is_ended(&self) -> bool {
+        self.status.borrow().ended
+    }
+
+    /// Completes once the session ended for good, or the task is gone (H5).
+    pub(crate) fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.subscribe();
+        async move {
+            let _ = rx.wait_for(|s| s.ended).await;
+        }
+    }
+}
+
+/// Publishes `client`'s session as ended, for every grant and waiter of it, and waits until the
+/// task has (H6); a task started for it later starts ended. Call it only once the server has
+/// closed the session.
+pub(crate) async fn end(client: &zk::Client) {
+    let id = client.session_id().0;
+    let health = {
+        let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+        reg.closed.insert(id);
+        reg.live.get(&id).and_then(Weak::upgrade)
+    };
+    let Some(h) = health else { return };
+    h.end.notify_one();
+    let mut rx = h.subscribe();
+    // The task reacts at its next poll; if it is gone, grants already report lost (H5).
+    let _ = rx.wait_for(|s| s.ended).await;
 }
 
 impl Drop for Health {
@@ -137,7 +188,12 @@ fn connected(s: zk::SessionState) -> bool {
 }
 
 /// The heartbeat task (H1-H4).
-async fn heartbeat(client: zk::Client, tx: watch::Sender<Status>, created: Instant) {
+async fn heartbeat(
+    client: zk::Client,
+    tx: watch::Sender<Status>,
+    created: Instant,
+    end: Arc<tokio::sync::Notify>,
+) {
     let t = client.session_timeout();
     let interval = t / 8;
     let suspend_after = t / 3;
@@ -213,6 +269,7 @@ async fn heartbeat(client: zk::Client, tx: watch::Sender<Status>, created: Insta
                 }
             }
             _ = states.changed() => {}
+            _ = end.notified() => gone = true,
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }

@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+mod close;
 mod error;
 mod health;
 mod lease;
@@ -54,6 +55,7 @@ mod queue;
 mod rwlock;
 mod semaphore;
 
+pub use close::close_session;
 pub use error::Error;
 pub use multi::{Lockable, MultiGuard, MultiLock};
 pub use mutex::{Mutex, MutexGuard};

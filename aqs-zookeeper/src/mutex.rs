@@ -150,7 +150,12 @@ impl Mutex {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<MutexGuard>, Error> {
-        node::within(deadline, self.acquire_until_unbounded(deadline)).await
+        node::within_session(
+            &self.client,
+            deadline,
+            self.acquire_until_unbounded(deadline),
+        )
+        .await
     }
 
     async fn acquire_until_unbounded(

@@ -393,6 +393,32 @@ where
     }
 }
 
+/// [`within`] for an acquire through `client`'s session: `Err(SessionLost)` at once if the
+/// session ended for good, or as soon as it does while the acquire waits (health rule H6), even
+/// if the client itself has not noticed yet.
+pub(crate) async fn within_session<T, F>(
+    client: &zk::Client,
+    deadline: Option<Instant>,
+    acquire: F,
+) -> Result<Option<T>, Error>
+where
+    F: Future<Output = Result<Option<T>, Error>>,
+{
+    let health = crate::health::Health::of(client);
+    if health.is_ended() {
+        return Err(Error::SessionLost);
+    }
+    let ended = health.ended();
+    within(deadline, async {
+        tokio::select! {
+            biased;
+            r = acquire => r,
+            () = ended => Err(Error::SessionLost),
+        }
+    })
+    .await
+}
+
 /// Waits for `watcher` to fire, or for `deadline`; `false` on deadline. A session that ends
 /// fires the watcher too, and the caller's next request reports it.
 pub(crate) async fn fired(watcher: zk::OneshotWatcher, deadline: Option<Instant>) -> bool {

@@ -113,7 +113,7 @@ impl RwLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<ReadGuard>, Error> {
-        node::within(deadline, self.read_until_unbounded(deadline)).await
+        node::within_session(&self.client, deadline, self.read_until_unbounded(deadline)).await
     }
 
     async fn read_until_unbounded(
@@ -145,7 +145,7 @@ impl RwLock {
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<WriteGuard>, Error> {
-        node::within(deadline, self.write_until_unbounded(deadline)).await
+        node::within_session(&self.client, deadline, self.write_until_unbounded(deadline)).await
     }
 
     async fn write_until_unbounded(

@@ -322,7 +322,12 @@ impl Semaphore {
         n: u32,
         deadline: Option<Instant>,
     ) -> Result<Option<Permit>, Error> {
-        node::within(deadline, self.acquire_inner_unbounded(n, deadline)).await
+        node::within_session(
+            &self.client,
+            deadline,
+            self.acquire_inner_unbounded(n, deadline),
+        )
+        .await
     }
 
     async fn acquire_inner_unbounded(
