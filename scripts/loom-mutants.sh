@@ -46,7 +46,6 @@ passed='a reader passed a queued writer'
 # retired once all have left (the lost node is still counted in the backlog).
 leaked='Allocation leaked|retired nodes lingered'
 mutants=(
-  "no_propagate|queue::loom_models::propagation_jdk_6801020|$deadlock"
   "no_propagate|queue::future::loom_models::propagation_mixes_tasks_and_threads_bound_2|$deadlock"
   "no_recheck|queue::loom_models::acquire_release_one_permit_nonfair|$deadlock"
   "cancel_no_wake|queue::loom_models::cancel_races_release|$deadlock"
