@@ -154,3 +154,138 @@ fn four_letter(addr: SocketAddr, word: &str) -> io::Result<String> {
     let two_secs = Duration::from_secs(2);
     process::exchange(addr, word.as_bytes(), two_secs, two_secs)
 }
+
+/// A three-server ZooKeeper ensemble on loopback ports (`QuorumPeerMain`, one JVM and data
+/// directory per member), for tests of clients that move between members. Members are
+/// stopped (killed) and their data directories removed on drop.
+#[derive(Debug)]
+pub struct Ensemble {
+    members: Vec<Member>,
+}
+
+#[derive(Debug)]
+struct Member {
+    process: Process,
+    addr: SocketAddr,
+}
+
+impl Ensemble {
+    /// Starts three members and waits up to `timeout` until each serves as leader or follower.
+    ///
+    /// # Errors
+    /// As [`TestServer::start`], for any member.
+    pub fn start(timeout: Duration) -> io::Result<Ensemble> {
+        // Per member: the client port, the quorum port and the election port.
+        let ports: [u16; 9] = process::free_ports()?;
+        let servers: String = (0..3)
+            .map(|i| {
+                format!(
+                    "server.{}=127.0.0.1:{}:{}\n",
+                    i + 1,
+                    ports[3 * i + 1],
+                    ports[3 * i + 2]
+                )
+            })
+            .collect();
+        let classpath =
+            std::env::var("AQS_ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.into());
+        let mut members = Vec::with_capacity(3);
+        for i in 0..3 {
+            let port = ports[3 * i];
+            let dir = ScratchDir::create("aqs-zk-ensemble", port)?;
+            let data = dir.path().join("data");
+            fs::create_dir_all(&data)?;
+            fs::write(data.join("myid"), format!("{}\n", i + 1))?;
+            let cfg = dir.path().join("zoo.cfg");
+            fs::write(
+                &cfg,
+                format!(
+                    "tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir={}\nclientPort={port}\n\
+                     clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n\
+                     admin.enableServer=false\nmaxSessionTimeout=60000\nminSessionTimeout=1000\n\
+                     reconfigEnabled=false\n{servers}",
+                    data.display()
+                ),
+            )?;
+            let command: Vec<OsString> = vec![
+                "java".into(),
+                "-cp".into(),
+                classpath.clone().into(),
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
+                cfg.into(),
+            ];
+            members.push(Member {
+                process: Process::spawn("ZooKeeper ensemble member", dir, "server.log", command)?,
+                addr: (Ipv4Addr::LOCALHOST, port).into(),
+            });
+        }
+        let mut ensemble = Ensemble { members };
+        for i in 0..3 {
+            ensemble.wait_serving(i, timeout)?;
+        }
+        Ok(ensemble)
+    }
+
+    fn wait_serving(&mut self, i: usize, timeout: Duration) -> io::Result<()> {
+        let member = &mut self.members[i];
+        let addr = member.addr;
+        member.process.wait_until(timeout, "serve", || {
+            four_letter(addr, "srvr")
+                .map(|r| r.contains("Mode: leader") || r.contains("Mode: follower"))
+                .unwrap_or(false)
+        })
+    }
+
+    /// The connect string of all three members, `127.0.0.1:<a>,127.0.0.1:<b>,127.0.0.1:<c>`.
+    pub fn connect_string(&self) -> String {
+        let addrs: Vec<String> = self.members.iter().map(|m| m.addr.to_string()).collect();
+        addrs.join(",")
+    }
+
+    /// Member `i`'s client address.
+    ///
+    /// # Panics
+    /// If `i` is not 0, 1 or 2.
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        self.members[i].addr
+    }
+
+    /// The member that leads now, by its `srvr` answer.
+    pub fn leader(&self) -> Option<usize> {
+        (0..3).find(|&i| {
+            four_letter(self.members[i].addr, "srvr")
+                .map(|r| r.contains("Mode: leader"))
+                .unwrap_or(false)
+        })
+    }
+
+    /// Kills member `i` (SIGKILL, as a crash) and waits for it to exit, keeping its ports and
+    /// data for [`restart`](Self::restart).
+    ///
+    /// # Panics
+    /// If `i` is not 0, 1 or 2.
+    pub fn stop(&mut self, i: usize) {
+        let _ = self.members[i].process.kill();
+    }
+
+    /// Starts member `i` again on its ports and data, and waits up to `timeout` until it
+    /// serves as leader or follower.
+    ///
+    /// # Errors
+    /// As [`TestServer::start`].
+    ///
+    /// # Panics
+    /// If `i` is not 0, 1 or 2.
+    pub fn restart(&mut self, i: usize, timeout: Duration) -> io::Result<()> {
+        self.members[i].process.respawn()?;
+        self.wait_serving(i, timeout)
+    }
+
+    /// Sends a four-letter word to member `i` and returns the whole answer.
+    ///
+    /// # Errors
+    /// As [`TestServer::four_letter`].
+    pub fn four_letter(&self, i: usize, word: &str) -> io::Result<String> {
+        four_letter(self.members[i].addr, word)
+    }
+}
