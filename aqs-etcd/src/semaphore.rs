@@ -343,8 +343,9 @@ impl Permit {
     /// Deletes the lease key now and waits until the server confirms it.
     ///
     /// # Errors
-    /// [`Error::SessionLost`] if the lease ended first (the key went with it) or the delete did
-    /// not complete within a few seconds (it goes on in the background until the lease ends).
+    /// [`Error::SessionLost`] if the session was lost or closed before the server confirmed the
+    /// delete (the key goes with the lease then). It waits no longer than that: at most about
+    /// the session's TTL while the server is unreachable.
     pub async fn release(mut self) -> Result<(), Error> {
         self.attempt.release().await
     }
