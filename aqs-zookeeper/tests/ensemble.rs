@@ -1,5 +1,6 @@
 //! The recipes on a three-server ensemble (issue 34, section 3): clients spread over the
-//! members, and a member that serves some of them killed and restarted under load. Their
+//! members, and a follower that serves some of them, then the leader, killed and restarted
+//! under load. Their
 //! sessions move to other members, where the `sync` before every protected-name lookup (Z4)
 //! makes a lost create visible. Judged by the server's record: fencing tokens (the zxids that
 //! created the holders' nodes) grow with every grant, and no node of any session is left once
@@ -45,7 +46,7 @@ async fn wait_grants(grants: &AtomicUsize, n: usize, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locks_hold_while_sessions_move_between_members() {
+async fn locks_hold_while_a_follower_then_the_leader_die_and_return() {
     let mut ensemble = Ensemble::start(BOUND).expect("a ZooKeeper ensemble must start");
     let hosts = ensemble.connect_string();
     let stop = Arc::new(AtomicBool::new(false));
@@ -116,6 +117,17 @@ async fn locks_hold_while_sessions_move_between_members() {
         .expect("the member comes back");
     let before = grants.load(Ordering::SeqCst);
     wait_grants(&grants, before + 20, "after the member came back").await;
+    // Then the leader: an election, during which no member serves; sessions must outlive it.
+    let leader = ensemble.leader().expect("a leader");
+    eprintln!("killing the leader, member {leader}");
+    ensemble.stop(leader);
+    let before = grants.load(Ordering::SeqCst);
+    wait_grants(&grants, before + 20, "after the leader died").await;
+    ensemble
+        .restart(leader, BOUND)
+        .expect("the old leader comes back");
+    let before = grants.load(Ordering::SeqCst);
+    wait_grants(&grants, before + 20, "after the old leader came back").await;
     eprintln!("{} grants in all", grants.load(Ordering::SeqCst));
     stop.store(true, Ordering::SeqCst);
     for w in workers {
