@@ -30,6 +30,9 @@ echo "=== cargo test -p aqs-test-servers --test etcd (the throwaway etcd itself)
 cargo test -p aqs-test-servers --test etcd
 echo "=== cargo test -p aqs-etcd (starts its own etcd servers)"
 cargo test -p aqs-etcd -- --test-threads=2
+echo "=== benchmark against the v3lock service, quick mode (proves it runs; the report is in docs/etcd.md)"
+# The dev profile reuses the test build; the numbers of a quick run mean nothing.
+AQS_ETCD_BENCH_QUICK=1 cargo bench -q -p aqs-etcd --bench v3lock --profile dev >/dev/null
 echo "=== cargo doc -p aqs-etcd (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc -p aqs-etcd --no-deps
 echo "=== aqs-etcd CI: ok in $(($(date +%s) - t0))s"
