@@ -2,8 +2,9 @@
 //!
 //! Invariant **ML1**: the parts are taken in name order (sorted once at construction), so two
 //! multi-locks over overlapping sets cannot deadlock each other; on timeout, error or
-//! cancellation every part taken so far is released (its guard is dropped, which deletes its
-//! key).
+//! cancellation every part taken so far is released: its key is deleted, and the call waits
+//! for that as a timed-out acquire does (up to 2 s), after which the delete goes on in the
+//! background, so a deadline stays bounded.
 
 use std::time::Duration;
 
@@ -79,9 +80,11 @@ impl MultiLock {
         for part in &self.parts {
             let r = part.lock_until(deadline).await;
             let Ok(Some(g)) = r else {
-                // ML1: release what was taken before returning, so the caller holds nothing.
+                // ML1: release what was taken before returning, so the caller holds nothing;
+                // each delete is waited for as a timed-out acquire's is (up to CLEANUP_WAIT),
+                // and goes on in the background past that, so a deadline stays bounded.
                 for g in guards {
-                    let _ = g.release().await;
+                    let _ = tokio::time::timeout(crate::mutex::CLEANUP_WAIT, g.release()).await;
                 }
                 return r.map(|_| None);
             };

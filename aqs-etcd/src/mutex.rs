@@ -49,7 +49,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// How long a timed-out or failed acquire waits for the delete of its key before handing the
 /// delete to a background task (which retries until the server confirms or the lease ends).
-const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const CLEANUP_WAIT: Duration = Duration::from_secs(2);
 
 /// A cluster-wide FIFO mutex with etcd's `concurrency.Mutex` layout.
 ///
@@ -468,10 +468,13 @@ impl Attempt {
         let session = self.session.clone();
         Some(self.session.runtime().spawn(async move {
             let mut kv = session.client().kv_client();
-            // Until the server confirms, or the lease is gone (which deletes the key too).
+            // Until the server confirms, or the lease is gone (which deletes the key too). A
+            // request can hang while the server is frozen or cut off, so each races the loss,
+            // which rule S2 bounds by the TTL.
             while !session.is_lost() {
-                if kv.delete(key.as_str(), None).await.is_ok() {
-                    break;
+                tokio::select! {
+                    r = kv.delete(key.as_str(), None) => if r.is_ok() { break },
+                    () = session.lost() => break,
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -555,7 +558,10 @@ impl Attempt {
         // The task ends once the server confirms the delete, or once the session is lost (the
         // key then goes with the lease), which rule S2 bounds by the TTL. A fixed wait would
         // report a live session lost while a leader election delays the delete.
-        let _ = task.await;
+        tokio::select! {
+            _ = task => {}
+            () = self.session.lost() => {}
+        }
         if self.session.is_lost() {
             Err(Error::SessionLost)
         } else {

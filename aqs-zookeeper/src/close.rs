@@ -39,6 +39,12 @@ const ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 ///
 /// A session that had already ended is not an error.
 ///
+/// # Cancel safety
+/// Not cancel safe: a call dropped half-way may still close the session (the second
+/// connection's close goes on in the background), while the crate's guards learn of it only
+/// when the client notices, up to `2/5` of the session timeout later. Call it again to
+/// finish.
+///
 /// # Examples
 /// ```no_run
 /// # async fn demo() -> Result<(), aqs_zookeeper::Error> {
@@ -53,12 +59,12 @@ const ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 /// # }
 /// ```
 pub async fn close_session(client: &zk::Client, hosts: &str) -> Result<(), Error> {
-    if !client.state().is_terminated() {
-        let t = client.session_timeout();
-        match tokio::time::timeout(t, close_through_second_connection(client, hosts)).await {
-            Ok(r) => r?,
-            Err(_) => return Err(Error::Zk(zk::Error::Timeout)),
-        }
+    // Even a client that reports its session expired or closed is asked again: it also says so
+    // when its own reconnect gave up, which the server may not have done.
+    let t = client.session_timeout();
+    match tokio::time::timeout(t, close_through_second_connection(client, hosts)).await {
+        Ok(r) => r?,
+        Err(_) => return Err(Error::Zk(zk::Error::Timeout)),
     }
     health::end(client).await;
     Ok(())

@@ -123,10 +123,7 @@ impl Health {
             ended: closed,
         });
         let end = Arc::new(tokio::sync::Notify::new());
-        if closed {
-            end.notify_one();
-        }
-        let task = tokio::spawn(heartbeat(client.clone(), tx, now, end.clone()));
+        let task = tokio::spawn(heartbeat(client.clone(), tx, now, end.clone(), closed));
         let h = Arc::new(Health { status, task, end });
         reg.live.insert(id, Arc::downgrade(&h));
         h
@@ -193,6 +190,7 @@ async fn heartbeat(
     tx: watch::Sender<Status>,
     created: Instant,
     end: Arc<tokio::sync::Notify>,
+    closed: bool,
 ) {
     let t = client.session_timeout();
     let interval = t / 8;
@@ -206,7 +204,8 @@ async fn heartbeat(
     // Not at once: a grant right after creation is covered by H1, and an uncontended
     // acquire and release must not cost a heartbeat.
     let mut next_send = created + interval;
-    let mut gone = false;
+    // A session closed on purpose starts ended (H6), with its first status.
+    let mut gone = closed;
     loop {
         let state = states.state();
         let now = Instant::now();

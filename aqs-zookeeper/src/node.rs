@@ -393,9 +393,9 @@ where
     }
 }
 
-/// [`within`] for an acquire through `client`'s session: `Err(SessionLost)` at once if the
-/// session ended for good, or as soon as it does while the acquire waits (health rule H6), even
-/// if the client itself has not noticed yet.
+/// [`within`] for an acquire through `client`'s session: `Err(SessionLost)` (`Err(Closed)`
+/// for a closed client) at once if the session ended for good, or as soon as it does while the
+/// acquire waits (health rule H6), even if the client itself has not noticed yet.
 pub(crate) async fn within_session<T, F>(
     client: &zk::Client,
     deadline: Option<Instant>,
@@ -405,15 +405,20 @@ where
     F: Future<Output = Result<Option<T>, Error>>,
 {
     let health = crate::health::Health::of(client);
+    // A client whose connection task is gone is closed, not lost (as `Error::from` says).
+    let gone = || match client.state() {
+        zk::SessionState::Closed => Error::Closed,
+        _ => Error::SessionLost,
+    };
     if health.is_ended() {
-        return Err(Error::SessionLost);
+        return Err(gone());
     }
     let ended = health.ended();
     within(deadline, async {
         tokio::select! {
             biased;
             r = acquire => r,
-            () = ended => Err(Error::SessionLost),
+            () = ended => Err(gone()),
         }
     })
     .await
