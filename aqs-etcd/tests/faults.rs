@@ -153,7 +153,7 @@ impl Worker {
     ) -> (Worker, String, i64) {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aqs-etcd-worker"))
-            .args([&server.endpoint(), name, "2"])
+            .args(["hold", &server.endpoint(), name, "2"])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();

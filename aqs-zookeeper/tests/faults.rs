@@ -1,36 +1,25 @@
 //! Safety under faults, with real processes on a real ZooKeeper: holder processes killed with
 //! SIGKILL, the server stopped and restarted mid-wait, the server frozen with SIGSTOP past the
 //! session timeout, a holder process paused past it, and 32 worker processes × 4 tasks
-//! contending. Workers (`src/bin/aqs-zk-worker.rs`) log every entry and exit; the independent
-//! checker (`tests/checker/mod.rs`) replays the logs. Every wait is bounded, and the tests run
-//! one at a time so that one test's load cannot expire another's short sessions.
+//! contending. Workers (`src/bin/aqs-zk-worker.rs`, started through `aqs_test_servers::workers`)
+//! log every entry and exit; the independent checker (`aqs_test_servers::checker`) replays the
+//! logs. Every wait is bounded, and the tests run one at a time so that one test's load cannot
+//! expire another's short sessions.
 
-mod checker;
 mod common;
 
-use std::fs;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use aqs_test_servers::workers::{append, Workers};
 use aqs_test_servers::zookeeper::TestServer;
 use aqs_zookeeper::zookeeper_client as zk;
 use aqs_zookeeper::{Error, Mutex, MutexGuard};
-use checker::{check, Report};
 use common::{bounded, server, BOUND};
 
 /// The fault tests run one at a time: each starts its own server, and 2-second sessions must
 /// not expire because another test loads the machine.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Worker processes sharing one log; every one still running is killed when the test ends,
-/// passed or failed.
-struct Workers {
-    children: Vec<Child>,
-    log: PathBuf,
-}
 
 /// How a worker runs (see `aqs-zk-worker`'s usage).
 #[derive(Clone, Copy)]
@@ -45,19 +34,24 @@ struct Job<'a> {
     session_ms: u64,
 }
 
-impl Workers {
-    fn new(name: &str) -> Workers {
-        let log = std::env::temp_dir().join(format!("aqs-zk-{name}-{}.log", std::process::id()));
-        let _ = fs::remove_file(&log);
-        Workers {
-            children: Vec::new(),
-            log,
-        }
-    }
+/// A new log for worker processes (every wait bounded by [`BOUND`]).
+fn workers(name: &str) -> Workers {
+    Workers::new(&format!("zk-{name}"), BOUND)
+}
 
+/// What this file adds to the shared harness: starting `aqs-zk-worker` and logging this test's
+/// own holds.
+trait ZkWorkers {
     /// Starts a worker and waits (bounded) until it is connected; returns its pid.
+    fn spawn(&mut self, s: &TestServer, job: Job<'_>) -> u32;
+    /// Logs a hold of this test's own client (`who` must look like `<name>-<n>`).
+    fn note_guard(&self, event: &str, who: &str, g: &MutexGuard);
+}
+
+impl ZkWorkers for Workers {
     fn spawn(&mut self, s: &TestServer, job: Job<'_>) -> u32 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aqs-zk-worker"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_aqs-zk-worker"));
+        command
             .args([
                 &s.addr().to_string(),
                 job.recipe,
@@ -67,140 +61,19 @@ impl Workers {
                 &job.hold_ms.to_string(),
                 &job.run_secs.to_string(),
             ])
-            .arg(&self.log)
-            .arg(job.session_ms.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the worker");
-        let pid = child.id();
-        let stdout = child.stdout.take().unwrap();
-        // Registered first, so that Drop kills it even if it never becomes ready.
-        self.children.push(child);
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let _ = tx.send(line);
-            }
-        });
-        match rx.recv_timeout(BOUND) {
-            Ok(Ok(l)) if l == "ready" => pid,
-            other => panic!("worker {pid} did not report ready: {other:?}"),
-        }
+            .arg(self.path())
+            .arg(job.session_ms.to_string());
+        self.start(command)
     }
 
-    /// SIGKILLs the worker `pid`, waits until it is dead, and then logs `killed <pid>`.
-    fn kill(&mut self, pid: u32) {
-        let i = self.children.iter().position(|c| c.id() == pid).unwrap();
-        let mut c = self.children.remove(i);
-        c.kill().unwrap();
-        c.wait().unwrap();
-        self.note(&format!("killed {pid}"));
-    }
-
-    /// Appends one line to the log, as a worker does.
-    fn note(&self, line: &str) {
-        append(&self.log, line);
-    }
-
-    /// Logs a hold of this test's own client (`who` must look like `<name>-<n>`).
     fn note_guard(&self, event: &str, who: &str, g: &MutexGuard) {
-        self.note(&format!(
-            "{event} {who} {} {}",
-            g.fencing_token(),
-            g.node_path()
-        ));
+        self.note(&hold_line(event, who, g));
     }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits (bounded) until the log has a line starting with `prefix`, and returns it.
-    async fn wait_line(&self, prefix: &str) -> String {
-        let deadline = Instant::now() + BOUND;
-        loop {
-            if let Some(l) = self.log().lines().find(|l| l.starts_with(prefix)) {
-                return l.to_owned();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no line {prefix:?} within {BOUND:?}; log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits for every worker to exit, each with status 0 (every task ended without error).
-    async fn join(&mut self, bound: Duration) {
-        let deadline = Instant::now() + bound;
-        while let Some(mut c) = self.children.pop() {
-            loop {
-                if let Some(status) = c.try_wait().unwrap() {
-                    assert!(
-                        status.success(),
-                        "worker {} failed: {status}; log tail:\n{}",
-                        c.id(),
-                        tail(&self.log())
-                    );
-                    break;
-                }
-                if Instant::now() > deadline {
-                    self.children.push(c); // killed by Drop
-                    panic!("a worker did not finish within {bound:?}");
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-
-    /// Replays the log with the checker, failing the test with the log on a violation.
-    fn check(&self, limit: usize) -> Report {
-        let log = self.log();
-        check(&log, limit).unwrap_or_else(|e| panic!("checker: {e}\nlog:\n{}", tail(&log)))
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill(); // SIGKILL ends a stopped process too
-            let _ = c.wait();
-        }
-        let _ = fs::remove_file(&self.log);
-    }
-}
-
-/// Appends one line to the log at `log` with one write, as a worker does.
-fn append(log: &std::path::Path, line: &str) {
-    let mut f = fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(log)
-        .unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
 }
 
 /// The line a test writes for one of its own holds (`who` must look like `<name>-<n>`).
 fn hold_line(event: &str, who: &str, g: &MutexGuard) -> String {
     format!("{event} {who} {} {}", g.fencing_token(), g.node_path())
-}
-
-/// The last lines of a log, for failure messages.
-fn tail(log: &str) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
-}
-
-/// Sends `sig` (`-STOP`, `-CONT`) to a worker process.
-fn signal(pid: u32, sig: &str) {
-    let status = Command::new("kill")
-        .arg(sig)
-        .arg(pid.to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {sig} {pid}: {status}");
 }
 
 async fn connect(s: &TestServer, session: Duration) -> zk::Client {
@@ -246,105 +119,6 @@ async fn wait_clean(c: &zk::Client, path: &str) {
     }
 }
 
-#[test]
-fn the_checker_accepts_correct_logs_and_refuses_broken_ones() {
-    let ok = |log: &str, limit| {
-        check(log, limit).unwrap_or_else(|e| panic!("must pass: {e}\n{log}"));
-    };
-    let bad = |log: &str, limit| {
-        if let Ok(r) = check(log, limit) {
-            panic!("must fail, passed with {r:?}:\n{log}");
-        }
-    };
-    // A mutex handed over twice.
-    let log = "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 12 /m/b\nexit 2-0 12 /m/b\n";
-    assert_eq!(
-        check(log, 1),
-        Ok(Report {
-            enters: 2,
-            exits: 2,
-            peak: 1,
-            ..Report::default()
-        })
-    );
-    // Two inside a mutex; three inside a semaphore of two (two are fine).
-    bad("enter 1-0 10 /m/a\nenter 2-0 12 /m/b\n", 1);
-    ok("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\n", 2);
-    bad("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\nenter 3-0 3 /s/c\n", 2);
-    // A mutex's tokens must grow from one holder to the next.
-    bad("enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 9 /m/b\n", 1);
-    bad(
-        "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 10 /m/b\n",
-        1,
-    );
-    // Leaving without entering, with another token, entering twice.
-    bad("exit 1-0 10 /m/a\n", 1);
-    bad("enter 1-0 10 /m/a\nexit 1-0 11 /m/a\n", 1);
-    bad("enter 1-0 10 /s/a\nenter 1-0 11 /s/b\n", 2);
-    // Garbage and torn lines.
-    bad("enter 1-0 10 /m/a\nbogus 1-0 10 /m/a\n", 1);
-    bad("enter 1-0 ten /m/a\n", 1);
-    bad("enter 1-0 10\n", 1);
-    bad("enter 1-0 10 /m/a\nexi", 1);
-    // Overlap with a holder the test paused and that later learns it lost its hold: accepted
-    // when the newcomer's token fences it off, refused otherwise, and refused if the old holder
-    // exits normally (nobody took its hold away: a double grant).
-    let r = check(
-        "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
-        1,
-    )
-    .unwrap();
-    assert_eq!((r.excused, r.lost, r.peak, r.open), (1, 1, 2, 1));
-    bad(
-        "enter 1-0 10 /m/a\npaused 1\nenter 2-0 9 /m/b\nlost 1-0 10 /m/a\n",
-        1,
-    );
-    bad(
-        "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\n",
-        1,
-    );
-    bad(
-        "enter 1-0 10 /s/a\npaused 1\nenter 2-0 12 /s/b\nenter 3-0 8 /s/c\nlost 1-0 10 /s/a\n",
-        2,
-    );
-    ok(
-        "enter 1-0 10 /s/a\npaused 1\nenter 2-0 12 /s/b\nenter 3-0 14 /s/c\nlost 1-0 10 /s/a\n",
-        2,
-    );
-    // A running holder must be told before anyone enters in its place: an overlap with a hold
-    // of a process that was not paused is a double grant even if the hold later logs `lost`,
-    // and so is one with a process paused only after the newcomer entered.
-    bad(
-        "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
-        1,
-    );
-    bad(
-        "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\npaused 1\nlost 1-0 10 /m/a\n",
-        1,
-    );
-    bad(
-        "enter 1-0 10 /m/a\npaused 3\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
-        1,
-    );
-    ok(
-        "enter 1-0 10 /m/a\nlost 1-0 10 /m/a\nenter 2-0 12 /m/b\n",
-        1,
-    );
-    // The excuse is per hold: a later lost hold of the same task excuses nothing earlier.
-    bad(
-        "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\nexit 2-0 12 /m/b\n\
-         enter 1-0 14 /m/c\nlost 1-0 14 /m/c\n",
-        1,
-    );
-    // A killed process's holds end at its `killed` line, not before, and it logs no more.
-    let r = check("enter 7-0 10 /m/a\nkilled 7\nenter 2-0 12 /m/b\n", 1).unwrap();
-    assert_eq!((r.killed, r.excused, r.open), (1, 0, 1));
-    bad("enter 7-0 10 /m/a\nenter 2-0 12 /m/b\nkilled 7\n", 1);
-    bad("enter 7-0 10 /m/a\nkilled 7\nexit 7-0 10 /m/a\n", 1);
-    // Errors are counted, not replayed.
-    assert_eq!(check("error 1-0 acquire: boom\n", 1).unwrap().errors, 1);
-}
-
 /// SIGKILL of a holder process: the server keeps its nodes until its session times out, then
 /// deletes them, and a waiting process enters. The checker proves the waiter did not enter
 /// before the holder died (its holds end at the `killed` line), for a mutex and for a semaphore
@@ -358,7 +132,7 @@ async fn a_killed_holder_process_loses_its_holds_after_the_session_timeout() {
         ("mutex", "/faults/kill/m", 1),
         ("semaphore", "/faults/kill/s", 2),
     ] {
-        let mut w = Workers::new(&format!("sigkill-{recipe}"));
+        let mut w = workers(&format!("sigkill-{recipe}"));
         // The holder would hold for ten minutes; its session times out after two seconds.
         let holder = w.spawn(
             &s,
@@ -409,7 +183,7 @@ async fn a_killed_holder_process_loses_its_holds_after_the_session_timeout() {
 async fn a_server_restarted_within_the_session_timeout_loses_nothing() {
     let _serial = SERIAL.lock().await;
     let mut s = server();
-    let w = Workers::new("restart");
+    let w = workers("restart");
     let session = Duration::from_secs(20);
     let (a, b) = (connect(&s, session).await, connect(&s, session).await);
     let ma = Mutex::new(a.clone(), "/faults/restart").unwrap();
@@ -517,7 +291,7 @@ async fn a_server_frozen_past_the_session_timeout_tells_holders_they_lost() {
     let _serial = SERIAL.lock().await;
     let mut s = server();
     let c = connect(&s, Duration::from_secs(10)).await;
-    let mut w = Workers::new("sigstop-server");
+    let mut w = workers("sigstop-server");
     let path = "/faults/freeze";
     let holder = w.spawn(
         &s,
@@ -579,7 +353,7 @@ async fn a_paused_holder_process_is_fenced_off_and_told_it_lost() {
     let _serial = SERIAL.lock().await;
     let s = server();
     let c = connect(&s, Duration::from_secs(4)).await;
-    let mut w = Workers::new("sigstop-holder");
+    let mut w = workers("sigstop-holder");
     let path = "/faults/pause";
     let job = Job {
         recipe: "mutex",
@@ -602,10 +376,9 @@ async fn a_paused_holder_process_is_fenced_off_and_told_it_lost() {
         },
     );
     common::wait_children(&c, path, 2).await;
-    signal(holder, "-STOP");
-    w.note(&format!("paused {holder}"));
+    w.pause(holder);
     let granted = w.wait_line(&format!("enter {waiter}-0 ")).await;
-    signal(holder, "-CONT");
+    w.resume(holder);
     w.wait_line(&format!("lost {holder}-0 ")).await;
     w.join(BOUND).await;
     let token = |l: &str| l.split(' ').nth(2).unwrap().parse::<i64>().unwrap();
@@ -638,7 +411,7 @@ async fn thirty_two_processes_contend_for_a_minute() {
         ("semaphore", "/faults/soak/s", limit, 50),
         ("mutex", "/faults/soak/m", 1, 2),
     ] {
-        let mut w = Workers::new(&format!("soak-{recipe}"));
+        let mut w = workers(&format!("soak-{recipe}"));
         for _ in 0..procs {
             w.spawn(
                 &s,
@@ -692,7 +465,7 @@ async fn a_cut_off_holder_learns_of_its_loss_before_the_server_deletes_its_node(
     let proxy = common::Proxy::start(s.addr());
     let observer = connect(&s, Duration::from_secs(20)).await;
     let waiter_client = connect(&s, Duration::from_secs(20)).await;
-    let w = Workers::new("partition");
+    let w = workers("partition");
     let mut margins = Vec::new();
     for run in 0..CUT_RUNS {
         let path = format!("/faults/partition/{run}");
@@ -702,7 +475,7 @@ async fn a_cut_off_holder_learns_of_its_loss_before_the_server_deletes_its_node(
         let who = format!("holder{run}-0");
         w.note(&hold_line("enter", &who, &g));
         let mw = Mutex::new(waiter_client.clone(), &path).unwrap();
-        let log = w.log.clone();
+        let log = w.path().to_owned();
         let waiter = tokio::spawn(async move {
             let g = mw.acquire().await?;
             append(&log, &hold_line("enter", &format!("waiter{run}-0"), &g));
@@ -794,7 +567,7 @@ async fn a_short_cut_suspends_a_holder_and_the_hold_stands() {
     let s = server();
     let proxy = common::Proxy::start(s.addr());
     let observer = connect(&s, Duration::from_secs(20)).await;
-    let w = Workers::new("short-cut");
+    let w = workers("short-cut");
     let path = "/faults/short-cut";
     let session = Duration::from_secs(4);
     let holder_client = common::client_via_with(&proxy, session).await;
@@ -802,7 +575,7 @@ async fn a_short_cut_suspends_a_holder_and_the_hold_stands() {
     let g = bounded("the holder", m.acquire()).await.unwrap();
     w.note(&hold_line("enter", "holder-0", &g));
     let mw = Mutex::new(connect(&s, Duration::from_secs(20)).await, path).unwrap();
-    let log = w.log.clone();
+    let log = w.path().to_owned();
     let mut waiter = tokio::spawn(async move {
         let g = mw.acquire().await?;
         append(&log, &hold_line("enter", "waiter-0", &g));

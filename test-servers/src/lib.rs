@@ -17,6 +17,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod checker;
 pub mod etcd;
 mod process;
+pub mod workers;
 pub mod zookeeper;

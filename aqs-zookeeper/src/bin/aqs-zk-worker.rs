@@ -1,6 +1,6 @@
 //! The fault tests' worker process (not part of the library's API): tasks that take a
 //! cluster-wide `Mutex` or `Semaphore` over and over and log every entry and exit, for the
-//! checker in `tests/checker/mod.rs`.
+//! checker in `aqs_test_servers::checker`.
 //!
 //! Usage: `aqs-zk-worker <hosts> <mutex|semaphore> <path> <limit> <tasks> <hold ms> <run secs,
 //! 0 = until killed> <log file> <session ms>`.

@@ -1,11 +1,13 @@
 //! An independent checker for logs of holders: it replays them and refuses any moment with more
-//! holders inside than the limit. Test files use it with `mod checker;`.
+//! holders inside than the limit. The fault tests of `aqs-zookeeper` and `aqs-etcd` share it.
 //!
 //! # The log
-//! One line per event, written by `aqs-zk-worker` (or a test) with one `write` each to a file
-//! opened with `O_APPEND`, so the file's order is an order in real time:
+//! One line per event, written by a worker process (`aqs-zk-worker`, `aqs-etcd-worker`) or a
+//! test with one `write` each to a file opened with `O_APPEND`, so the file's order is an order
+//! in real time:
 //! - `enter <who> <token> <node>` after a grant; `who` is `<pid>-<task>`, `token` the hold's
-//!   `fencing_token()`;
+//!   fencing token (ZooKeeper's `fencing_token()`, etcd's `token()`), `node` its node or key,
+//!   which starts with `/`;
 //! - `exit <who> <token> <node>` before the release is sent;
 //! - `lost <who> <token> <node>` once the holder knows its hold is lost (`is_lost()`), after
 //!   which it touches nothing;
@@ -18,8 +20,8 @@
 //! precedes the `enter` it made room for.
 //!
 //! # The rule for lost holds
-//! When a session expires the server deletes its nodes at a moment no line records, and may
-//! grant the place at once. A running holder is told before that moment (`is_lost()` fires
+//! When a session expires (a ZooKeeper session, an etcd lease) the server deletes its nodes at a
+//! moment no line records, and may grant the place at once. A running holder is told before that moment (`is_lost()` fires
 //! before the server can expire the session), so it writes `lost` before anyone enters in its
 //! place: an overlap with a running holder is a double grant, `lost` or not. Only a process
 //! the test itself froze cannot be told in time; it writes `lost` when it runs again. So an
@@ -39,7 +41,6 @@
 //!
 //! For a mutex (limit 1) the tokens of successive enters must also strictly increase: a
 //! holder's node was created before every later holder's.
-#![allow(dead_code)] // each test file uses its own subset
 
 use std::collections::{HashMap, HashSet};
 
@@ -207,4 +208,108 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
     }
     r.open = inside.len();
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checker_accepts_correct_logs_and_refuses_broken_ones() {
+        let ok = |log: &str, limit| {
+            check(log, limit).unwrap_or_else(|e| panic!("must pass: {e}\n{log}"));
+        };
+        let bad = |log: &str, limit| {
+            if let Ok(r) = check(log, limit) {
+                panic!("must fail, passed with {r:?}:\n{log}");
+            }
+        };
+        // A mutex handed over twice.
+        let log = "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 12 /m/b\nexit 2-0 12 /m/b\n";
+        assert_eq!(
+            check(log, 1),
+            Ok(Report {
+                enters: 2,
+                exits: 2,
+                peak: 1,
+                ..Report::default()
+            })
+        );
+        // Two inside a mutex; three inside a semaphore of two (two are fine).
+        bad("enter 1-0 10 /m/a\nenter 2-0 12 /m/b\n", 1);
+        ok("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\n", 2);
+        bad("enter 1-0 1 /s/a\nenter 2-0 2 /s/b\nenter 3-0 3 /s/c\n", 2);
+        // A mutex's tokens must grow from one holder to the next.
+        bad("enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 9 /m/b\n", 1);
+        bad(
+            "enter 1-0 10 /m/a\nexit 1-0 10 /m/a\nenter 2-0 10 /m/b\n",
+            1,
+        );
+        // Leaving without entering, with another token, entering twice.
+        bad("exit 1-0 10 /m/a\n", 1);
+        bad("enter 1-0 10 /m/a\nexit 1-0 11 /m/a\n", 1);
+        bad("enter 1-0 10 /s/a\nenter 1-0 11 /s/b\n", 2);
+        // Garbage and torn lines.
+        bad("enter 1-0 10 /m/a\nbogus 1-0 10 /m/a\n", 1);
+        bad("enter 1-0 ten /m/a\n", 1);
+        bad("enter 1-0 10\n", 1);
+        bad("enter 1-0 10 /m/a\nexi", 1);
+        // Overlap with a holder the test paused and that later learns it lost its hold: accepted
+        // when the newcomer's token fences it off, refused otherwise, and refused if the old holder
+        // exits normally (nobody took its hold away: a double grant).
+        let r = check(
+            "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
+            1,
+        )
+        .unwrap();
+        assert_eq!((r.excused, r.lost, r.peak, r.open), (1, 1, 2, 1));
+        bad(
+            "enter 1-0 10 /m/a\npaused 1\nenter 2-0 9 /m/b\nlost 1-0 10 /m/a\n",
+            1,
+        );
+        bad(
+            "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\n",
+            1,
+        );
+        bad(
+            "enter 1-0 10 /s/a\npaused 1\nenter 2-0 12 /s/b\nenter 3-0 8 /s/c\nlost 1-0 10 /s/a\n",
+            2,
+        );
+        ok(
+            "enter 1-0 10 /s/a\npaused 1\nenter 2-0 12 /s/b\nenter 3-0 14 /s/c\nlost 1-0 10 /s/a\n",
+            2,
+        );
+        // A running holder must be told before anyone enters in its place: an overlap with a hold
+        // of a process that was not paused is a double grant even if the hold later logs `lost`,
+        // and so is one with a process paused only after the newcomer entered.
+        bad(
+            "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
+            1,
+        );
+        bad(
+            "enter 1-0 10 /m/a\nenter 2-0 12 /m/b\npaused 1\nlost 1-0 10 /m/a\n",
+            1,
+        );
+        bad(
+            "enter 1-0 10 /m/a\npaused 3\nenter 2-0 12 /m/b\nlost 1-0 10 /m/a\n",
+            1,
+        );
+        ok(
+            "enter 1-0 10 /m/a\nlost 1-0 10 /m/a\nenter 2-0 12 /m/b\n",
+            1,
+        );
+        // The excuse is per hold: a later lost hold of the same task excuses nothing earlier.
+        bad(
+            "enter 1-0 10 /m/a\npaused 1\nenter 2-0 12 /m/b\nexit 1-0 10 /m/a\nexit 2-0 12 /m/b\n\
+             enter 1-0 14 /m/c\nlost 1-0 14 /m/c\n",
+            1,
+        );
+        // A killed process's holds end at its `killed` line, not before, and it logs no more.
+        let r = check("enter 7-0 10 /m/a\nkilled 7\nenter 2-0 12 /m/b\n", 1).unwrap();
+        assert_eq!((r.killed, r.excused, r.open), (1, 0, 1));
+        bad("enter 7-0 10 /m/a\nenter 2-0 12 /m/b\nkilled 7\n", 1);
+        bad("enter 7-0 10 /m/a\nkilled 7\nexit 7-0 10 /m/a\n", 1);
+        // Errors are counted, not replayed.
+        assert_eq!(check("error 1-0 acquire: boom\n", 1).unwrap().errors, 1);
+    }
 }
