@@ -1,12 +1,21 @@
 //! `Mutex` side by side with the server's own lock service (`v3lock` `Lock`/`Unlock`, called
-//! through the same Rust client) on one private etcd, and `Semaphore` of 4 with 32 clients with
-//! and without holds. Per row: acquisitions per second, hand-off latency (from a holder's
-//! release call to the next holder's grant, p50 and p99), the client process's CPU time per
-//! acquisition, and KV requests and watch events per acquisition from the server's own
-//! counters; medians over passes, the two mutex sides alternating which goes first.
+//! through the same Rust client) and with etcd's Go recipe (`clientv3/concurrency.Mutex`, what
+//! `etcdctl lock` runs, in the Go program `benches/go/etcdmutex`) on one private etcd, and
+//! `Semaphore` of 4 with 32 clients with and without holds. Per row: acquisitions per second,
+//! hand-off latency (from a holder's release call to the next holder's grant, p50 and p99), the
+//! client process's CPU time per acquisition, and KV requests and watch events per acquisition
+//! from the server's own counters; medians over passes, the mutex sides rotating which goes
+//! first.
+//!
 //! `cargo bench -p aqs-etcd --bench v3lock`; `AQS_ETCD_BENCH_PASSES=n` sets the passes (3);
-//! `AQS_ETCD_BENCH_QUICK=1` runs one short pass (proves it runs). Results: `docs/etcd.md`.
+//! `AQS_ETCD_BENCH_QUICK=1` runs one short pass (proves it runs). The Go side needs `go` and
+//! the etcd 3.4 client's sources in GOPATH mode (Debian: `golang-go`, `golang-etcd-server-dev`;
+//! `AQS_ETCD_BENCH_GOPATH` overrides `/usr/share/gocode`); without them its columns say `n/a`
+//! and the reason is printed. Results: `docs/etcd.md`.
 
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -55,6 +64,8 @@ enum Side {
     Mutex,
     /// The server's `Lock`/`Unlock`.
     V3lock,
+    /// etcd's Go `concurrency.Mutex`, in a process of its own.
+    Go,
     /// `aqs_etcd::Semaphore` of 4, holding each permit this long.
     Semaphore(Duration),
 }
@@ -128,6 +139,7 @@ async fn pass(
                         locks.unlock(held.key().to_vec()).await.unwrap();
                     }
                 }
+                Side::Go => unreachable!("the Go side runs in go_pass"),
                 Side::Semaphore(hold) => {
                     let sem = Semaphore::new(&s, &name, 4).unwrap();
                     for _ in 0..per_client {
@@ -158,6 +170,67 @@ async fn pass(
         events: (after.events - before.events) / n,
         cpu_us: cpu.as_secs_f64() * 1e6 / n,
         handoffs,
+    }
+}
+
+/// Builds the Go side (`benches/go/etcdmutex`) into the temporary directory; `Err` says why
+/// it cannot run here.
+fn build_go() -> Result<PathBuf, String> {
+    let gopath =
+        std::env::var("AQS_ETCD_BENCH_GOPATH").unwrap_or_else(|_| "/usr/share/gocode".into());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go/etcdmutex");
+    let out = std::env::temp_dir().join(format!("aqs-etcd-bench-go-{}", std::process::id()));
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", &gopath)
+        .output()
+        .map_err(|e| format!("no Go toolchain (`go`: {e})"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "`go build` failed (GOPATH {gopath}): {}",
+            String::from_utf8_lossy(&built.stderr).trim()
+        ));
+    }
+    Ok(out)
+}
+
+/// One pass of the Go side: the program opens its clients and sessions, reports `ready`, and
+/// runs only when told, so the server's counters cover the lock work alone.
+fn go_pass(server: &TestServer, bin: &Path, clients: usize, per_client: usize, name: &str) -> Pass {
+    let mut child = Command::new(bin)
+        .arg(server.endpoint())
+        .arg(name)
+        .arg(clients.to_string())
+        .arg(per_client.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the Go side");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("the Go side's output").unwrap();
+    assert_eq!(next(), "ready");
+    let before = counters(server);
+    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    let line = next();
+    let after = counters(server);
+    assert!(child.wait().unwrap().success(), "the Go side failed");
+    let f: Vec<f64> = line
+        .strip_prefix("result ")
+        .unwrap_or_else(|| panic!("the Go side said {line:?}"))
+        .split(' ')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let n = (clients * per_client) as f64;
+    Pass {
+        rate: f[0],
+        requests: (after.kv - before.kv) / n,
+        events: (after.events - before.events) / n,
+        cpu_us: f[1],
+        handoffs: f[2..].to_vec(),
     }
 }
 
@@ -217,29 +290,43 @@ async fn main() {
         .unwrap_or(3);
     let (passes, per) = if quick { (1, 8) } else { (passes.max(1), 200) };
     let server = TestServer::start(Duration::from_secs(30)).expect("etcd must start");
+    let go = build_go();
+    if let Err(why) = &go {
+        println!("The Go side is left out: {why}\n");
+    }
     println!(
-        "Mutex against the server's v3lock service (hand-off: release call to next grant, µs):\n"
+        "Mutex against the server's v3lock service and etcd's Go recipe (hand-off: release call \
+         to next grant, µs):\n"
     );
-    println!("| clients | acq/s aqs | v3lock | × | hand-off p50 aqs | v3lock | hand-off p99 aqs | v3lock | client CPU µs/acq aqs | v3lock | requests/acq aqs | v3lock RPCs | watch events/acq aqs | v3lock | acq/s per pass aqs; v3lock |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("| clients | acq/s aqs | v3lock | Go | aqs/v3lock | aqs/Go | hand-off p50 aqs | v3lock | Go | hand-off p99 aqs | v3lock | Go | client CPU µs/acq aqs | v3lock | Go | requests/acq aqs | v3lock RPCs | Go | watch events/acq aqs | v3lock | Go | acq/s per pass aqs; v3lock; Go |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for clients in [1usize, 8, 32] {
         let per_client = (per / clients).max(2);
-        let mut sides = [Vec::new(), Vec::new()];
+        let mut sides = [Vec::new(), Vec::new(), Vec::new()];
         for p in 0..passes {
-            // Alternate which side goes first.
-            let order = if p % 2 == 0 { [0, 1] } else { [1, 0] };
-            for i in order {
-                let side = [Side::Mutex, Side::V3lock][i];
+            // Rotate which side goes first.
+            for k in 0..3 {
+                let i = (p + k) % 3;
                 let name = format!("/bench/{clients}/{p}/{i}");
-                sides[i].push(pass(&server, side, clients, per_client, &name).await);
+                let pass = match ([Side::Mutex, Side::V3lock, Side::Go][i], &go) {
+                    (Side::Go, Ok(bin)) => go_pass(&server, bin, clients, per_client, &name),
+                    (Side::Go, Err(_)) => continue,
+                    (side, _) => pass(&server, side, clients, per_client, &name).await,
+                };
+                sides[i].push(pass);
             }
         }
-        let [a, b] = sides.map(row);
+        let [a, b, g] = sides.map(row);
         println!(
-            "| {clients} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {}; {} |",
-            a.rate, b.rate, a.rate / b.rate, a.p50, b.p50, a.p99, b.p99, a.cpu_us, b.cpu_us,
-            a.requests, b.requests, a.events, b.events, fmt_rates(&a.rates), fmt_rates(&b.rates)
+            "| {clients} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {}; {}; {} |",
+            a.rate, b.rate, g.rate, a.rate / b.rate, a.rate / g.rate, a.p50, b.p50, g.p50,
+            a.p99, b.p99, g.p99, a.cpu_us, b.cpu_us, g.cpu_us, a.requests, b.requests,
+            g.requests, a.events, b.events, g.events, fmt_rates(&a.rates), fmt_rates(&b.rates),
+            fmt_rates(&g.rates)
         );
+    }
+    if let Ok(bin) = &go {
+        let _ = std::fs::remove_file(bin);
     }
     println!("\nSemaphore of 4, 32 clients (no peer on etcd):\n");
     println!(
