@@ -48,6 +48,7 @@ mod mutex;
 mod rwlock;
 mod semaphore;
 mod session;
+mod wait;
 
 pub use error::Error;
 pub use etcd_client;

@@ -10,10 +10,13 @@
 //!   until the key is deleted, so a later contender never adopts or races a key an earlier one
 //!   is still deleting.
 //! - **M2** A waiter waits for the deletion of its predecessor only: the key with the largest
-//!   create revision below its own. After each deletion it looks again.
-//! - **M3** Every grant is decided by one request: the create txn that finds our key first, or a
-//!   txn that compares our key's create revision with the one it was created at and, in the
-//!   same transaction, finds no key before it. No grant through a key the server has deleted.
+//!   create revision below its own. After each deletion it looks again. How it waits (a watch
+//!   from the current revision, and a second look when anything was written since the first)
+//!   is WA1-WA3 in `wait.rs`.
+//! - **M3** Every grant is decided by one request: the create txn that puts our key and finds
+//!   no key before it (or, for a key of ours it adopts, finds ours first), or a txn that
+//!   compares our key's create revision with the one it was created at and, in the same
+//!   transaction, finds no key before it. No grant through a key the server has deleted.
 //! - **M4** An attempt's key is deleted on every path that does not hand it to a guard
 //!   (timeout, error, cancellation), even if the create's reply was lost: the key's name
 //!   depends only on the lease, so it is known before the create is sent.
@@ -26,12 +29,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse, WatchOptions,
+    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
 };
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
+use crate::wait::{self, Look};
 use crate::{Error, Session};
 
 /// The least time an acquire's first look (its create request and the answer that decides
@@ -235,11 +238,17 @@ impl Mutex {
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
         let mut kv = s.client().kv_client();
+        // After our put, the two newest keys are ours and the one just before it (M2), so a
+        // created key learns from its own request whether it holds and whom to wait for.
+        let newest = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(2);
         let first = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
             .with_limit(1);
-        // Create only if absent; either way read our key and the first key in one request.
+        // Create only if absent; else read our key and the first key, in the same request.
         let create = Txn::new()
             .when([Compare::create_revision(
                 self.key.as_str(),
@@ -252,11 +261,11 @@ impl Mutex {
                     "",
                     Some(PutOptions::new().with_lease(s.lease_id())),
                 ),
-                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+                TxnOp::get(self.prefix.as_str(), Some(newest)),
             ])
             .or_else([
                 TxnOp::get(self.key.as_str(), None),
-                TxnOp::get(self.prefix.as_str(), Some(first.clone())),
+                TxnOp::get(self.prefix.as_str(), Some(first)),
             ]);
         // M5: a transient failure (server restarting, connection lost) is retried; the create
         // is idempotent for our lease.
@@ -273,96 +282,82 @@ impl Mutex {
             }
         };
         let ops = resp.op_responses();
-        let own = if resp.succeeded() {
-            header_revision(resp.header())
+        let (own, first) = if resp.succeeded() {
+            // Our key is the newest: this request's revision is its create revision.
+            let own = header_revision(resp.header());
+            debug_assert_eq!(
+                kvs(&ops[1]).first().map(|kv| kv.create_revision()),
+                Some(own)
+            );
+            match kvs(&ops[1]).get(1) {
+                // M3: the request that created our key found none before it.
+                None => return Ok(Some(own)),
+                Some(before) => (
+                    own,
+                    Look::Wait {
+                        key: before.key().to_vec(),
+                        prefix: false,
+                        seen: own,
+                    },
+                ),
+            }
         } else {
             // A key of ours from an attempt whose delete has not run: adopt it, as Go does.
-            first_create_revision(&ops[0]).ok_or(Error::SessionLost)?
-        };
-        if first_create_revision(&ops[1]) == Some(own) {
-            return Ok(Some(own)); // the same request showed our key exists and is first
-        }
-        let mut watches = s.client().watch_client();
-        loop {
+            let own = kvs(&ops[0])
+                .first()
+                .map(|kv| kv.create_revision())
+                .ok_or(Error::SessionLost)?;
+            if kvs(&ops[1]).first().map(|kv| kv.create_revision()) == Some(own) {
+                return Ok(Some(own)); // the same request showed our key exists and is first
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
+                return Ok(None); // try_lock: the create's look was the one look
             }
-            // M2, M3: in one request, confirm our key is the one we created and find the key
-            // just before it (the largest create revision below ours).
-            let last_before = GetOptions::new()
-                .with_prefix()
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1)
-                .with_max_create_revision(own - 1);
-            let query = Txn::new()
-                .when([Compare::create_revision(
-                    self.key.as_str(),
-                    CompareOp::Equal,
-                    own,
-                )])
-                .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
-            let resp = match bounded(s, look, kv.txn(query)).await {
-                Ok(Some(resp)) => resp,
-                Ok(None) => return Ok(None),
-                Err(e) if is_transient(&e) => {
-                    if !pause(s, deadline).await? {
-                        return Ok(None);
-                    }
-                    continue; // M5
-                }
-                Err(e) => return Err(e),
-            };
-            if !resp.succeeded() {
-                return Err(Error::SessionLost); // our key is gone: the lease ended
-            }
-            let pred = match &resp.op_responses()[0] {
-                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.key().to_vec()),
-                _ => None,
-            };
-            let Some(pred) = pred else {
-                return Ok(Some(own));
-            };
-            // Watch from just after the read, so a delete between the two is not missed.
-            let from = header_revision(resp.header()) + 1;
-            let opts = WatchOptions::new().with_start_revision(from);
-            let mut stream = match bounded(s, deadline, watches.watch(pred, Some(opts))).await {
-                Ok(Some(stream)) => stream,
-                Ok(None) => return Ok(None),
-                Err(e) if is_transient(&e) => {
-                    if !pause(s, deadline).await? {
-                        return Ok(None);
-                    }
-                    continue; // M5
-                }
-                Err(e) => return Err(e),
-            };
-            loop {
-                let msg = match bounded(s, deadline, stream.message()).await {
-                    Ok(Some(msg)) => msg,
-                    Ok(None) => return Ok(None),
-                    // M5: the stream broke; look again once the server answers.
+            (own, Look::Again)
+        };
+        // M2, M3: each look confirms, in one request, that our key is the one we created, and
+        // finds the key just before it (the largest create revision below ours).
+        let last_before = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(1)
+            .with_max_create_revision(own - 1);
+        let query = Txn::new()
+            .when([Compare::create_revision(
+                self.key.as_str(),
+                CompareOp::Equal,
+                own,
+            )])
+            .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
+        let look_again = || {
+            let (mut kv, query) = (kv.clone(), query.clone());
+            async move {
+                let resp = match bounded(s, look, kv.txn(query)).await {
+                    Ok(Some(resp)) => resp,
+                    Ok(None) => return Ok(Look::TimedOut),
                     Err(e) if is_transient(&e) => {
-                        if !pause(s, deadline).await? {
-                            return Ok(None);
-                        }
-                        break;
+                        return Ok(if pause(s, deadline).await? {
+                            Look::Again // M5
+                        } else {
+                            Look::TimedOut
+                        });
                     }
                     Err(e) => return Err(e),
                 };
-                match msg {
-                    Some(w) if w.canceled() => break,
-                    Some(w)
-                        if w.events()
-                            .iter()
-                            .any(|e| e.event_type() == EventType::Delete) =>
-                    {
-                        break
-                    }
-                    Some(_) => {}
-                    None => break,
+                if !resp.succeeded() {
+                    return Err(Error::SessionLost); // our key is gone: the lease ended
                 }
+                Ok(match kvs(&resp.op_responses()[0]).first() {
+                    None => Look::Done(own),
+                    Some(before) => Look::Wait {
+                        key: before.key().to_vec(),
+                        prefix: false,
+                        seen: header_revision(resp.header()),
+                    },
+                })
             }
-        }
+        };
+        wait::until_done(s, deadline, Some(first), look_again).await
     }
 }
 
@@ -370,10 +365,11 @@ pub(crate) fn header_revision(h: Option<&etcd_client::ResponseHeader>) -> i64 {
     h.map(|h| h.revision()).unwrap_or(0)
 }
 
-fn first_create_revision(op: &TxnOpResponse) -> Option<i64> {
+/// The keys a txn's get returned (none for any other operation).
+pub(crate) fn kvs(op: &TxnOpResponse) -> &[etcd_client::KeyValue] {
     match op {
-        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.create_revision()),
-        _ => None,
+        TxnOpResponse::Get(g) => g.kvs(),
+        _ => &[],
     }
 }
 

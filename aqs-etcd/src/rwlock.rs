@@ -22,14 +22,12 @@
 use std::time::Duration;
 
 use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse, WatchOptions,
+    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
 };
 use tokio::time::Instant;
 
-use crate::mutex::{
-    bounded, header_revision, is_transient, look_deadline, pause, request, Attempt,
-};
+use crate::mutex::{header_revision, kvs, look_deadline, request, Attempt};
+use crate::wait::{self, Look};
 use crate::{Error, Session};
 
 /// A cluster-wide read-write lock with the layout of etcd's Go `recipes.RWMutex`: readers share,
@@ -184,7 +182,6 @@ impl RwLock {
         let s = &self.session;
         let look = look_deadline(deadline);
         let kv = s.client().kv_client();
-        let mut watches = s.client().watch_client();
         let blockers = match side {
             Side::Read => format!("{}write/", self.prefix),
             Side::Write => self.prefix.clone(),
@@ -214,75 +211,40 @@ impl RwLock {
             }
             .ok_or(Error::SessionLost)?
         };
-        loop {
-            // R2: our key is still ours, and the last blocking key before it, in one request.
-            let last_before = GetOptions::new()
-                .with_prefix()
-                .with_sort(SortTarget::Mod, SortOrder::Descend)
-                .with_limit(1)
-                .with_max_mod_revision(own - 1);
-            let query = Txn::new()
-                .when([Compare::create_revision(key, CompareOp::Equal, own)])
-                .and_then([TxnOp::get(blockers.as_str(), Some(last_before))]);
-            let make = || {
-                let (mut kv, query) = (kv.clone(), query.clone());
-                async move { kv.txn(query).await }
-            };
-            let Some(resp) = request(s, look, make).await? else {
-                return Ok(None);
-            };
-            if !resp.succeeded() {
-                return Err(Error::SessionLost); // our key is gone: the lease ended
-            }
-            let blocker = match &resp.op_responses()[0] {
-                TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.key().to_vec()),
-                _ => None,
-            };
-            let Some(blocker) = blocker else {
-                return Ok(Some(own));
-            };
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-            let from = header_revision(resp.header()) + 1;
-            let opts = WatchOptions::new().with_start_revision(from);
-            let mut stream = match bounded(s, deadline, watches.watch(blocker, Some(opts))).await {
-                Ok(Some(stream)) => stream,
-                Ok(None) => return Ok(None),
-                Err(e) if is_transient(&e) => {
-                    if !pause(s, deadline).await? {
-                        return Ok(None);
-                    }
-                    continue; // M5 of the mutex
-                }
-                Err(e) => return Err(e),
-            };
-            loop {
-                let msg = match bounded(s, deadline, stream.message()).await {
-                    Ok(Some(msg)) => msg,
-                    Ok(None) => return Ok(None),
-                    Err(e) if is_transient(&e) => {
-                        if !pause(s, deadline).await? {
-                            return Ok(None);
-                        }
-                        break; // look again
-                    }
-                    Err(e) => return Err(e),
+        // R2: each look confirms that our key is still ours and finds the last blocking key
+        // before it, in one request; waits are WA1-WA3 (`wait.rs`).
+        let last_before = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Mod, SortOrder::Descend)
+            .with_limit(1)
+            .with_max_mod_revision(own - 1);
+        let query = Txn::new()
+            .when([Compare::create_revision(key, CompareOp::Equal, own)])
+            .and_then([TxnOp::get(blockers.as_str(), Some(last_before))]);
+        let look_again = || {
+            let (kv, query) = (kv.clone(), query.clone());
+            async move {
+                let make = || {
+                    let (mut kv, query) = (kv.clone(), query.clone());
+                    async move { kv.txn(query).await }
                 };
-                match msg {
-                    Some(w) if w.canceled() => break,
-                    Some(w)
-                        if w.events()
-                            .iter()
-                            .any(|e| e.event_type() == EventType::Delete) =>
-                    {
-                        break
-                    }
-                    Some(_) => {}
-                    None => break,
+                let Some(resp) = request(s, look, make).await? else {
+                    return Ok(Look::TimedOut);
+                };
+                if !resp.succeeded() {
+                    return Err(Error::SessionLost); // our key is gone: the lease ended
                 }
+                Ok(match kvs(&resp.op_responses()[0]).first() {
+                    None => Look::Done(own),
+                    Some(blocker) => Look::Wait {
+                        key: blocker.key().to_vec(),
+                        prefix: false,
+                        seen: header_revision(resp.header()),
+                    },
+                })
             }
-        }
+        };
+        wait::until_done(s, deadline, None, look_again).await
     }
 }
 

@@ -24,14 +24,11 @@
 
 use std::time::Duration;
 
-use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, WatchOptions,
-};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tokio::time::Instant;
 
-use crate::mutex::{
-    bounded, header_revision, is_transient, look_deadline, pause, request, Attempt,
-};
+use crate::mutex::{header_revision, look_deadline, request, Attempt};
+use crate::wait::{self, Look};
 use crate::{Error, Mutex, Session};
 
 /// A cluster-wide counting semaphore with a fixed limit: fair (FIFO), work-conserving, a release
@@ -201,96 +198,64 @@ impl Semaphore {
     ) -> Result<Option<i64>, Error> {
         let s = &self.session;
         let kv = s.client().kv_client();
-        let mut watches = s.client().watch_client();
         let limit = u64::from(self.limit);
-        loop {
-            let make = || {
-                let (mut kv, leases) = (kv.clone(), self.leases.clone());
-                async move { kv.get(leases, Some(GetOptions::new().with_prefix())).await }
-            };
-            let Some(resp) = request(s, look, make).await? else {
-                return Ok(None);
-            };
-            // Values this crate did not write count as one permit, as Curator counts nodes.
-            let used: u64 = resp
-                .kvs()
-                .iter()
-                .map(|kv| {
-                    std::str::from_utf8(kv.value())
-                        .ok()
-                        .and_then(|v| v.parse::<u32>().ok())
-                        .map_or(1, u64::from)
-                })
-                .sum();
-            if used + u64::from(n) <= limit {
-                let put = Txn::new()
-                    .when([Compare::create_revision(
-                        gate.key(),
-                        CompareOp::Equal,
-                        gate.token(),
-                    )])
-                    .and_then([TxnOp::put(
-                        key,
-                        n.to_string(),
-                        Some(PutOptions::new().with_lease(s.lease_id())),
-                    )]);
+        // P1: the put compares the gate key's create revision with our gate hold's token.
+        let put = Txn::new()
+            .when([Compare::create_revision(
+                gate.key(),
+                CompareOp::Equal,
+                gate.token(),
+            )])
+            .and_then([TxnOp::put(
+                key,
+                n.to_string(),
+                Some(PutOptions::new().with_lease(s.lease_id())),
+            )]);
+        // P2, P3: a look counts the permits of the lease keys and, if ours fit, puts our key;
+        // else it asks to wait for a delete under `NAME/leases/` (WA1-WA3, `wait.rs`).
+        let look_again = || {
+            let (kv, leases, put) = (kv.clone(), self.leases.clone(), put.clone());
+            async move {
+                let make = || {
+                    let (mut kv, leases) = (kv.clone(), leases.clone());
+                    async move { kv.get(leases, Some(GetOptions::new().with_prefix())).await }
+                };
+                let Some(resp) = request(s, look, make).await? else {
+                    return Ok(Look::TimedOut);
+                };
+                // Values this crate did not write count as one permit, as Curator counts nodes.
+                let used: u64 = resp
+                    .kvs()
+                    .iter()
+                    .map(|kv| {
+                        std::str::from_utf8(kv.value())
+                            .ok()
+                            .and_then(|v| v.parse::<u32>().ok())
+                            .map_or(1, u64::from)
+                    })
+                    .sum();
+                if used + u64::from(n) > limit {
+                    return Ok(Look::Wait {
+                        key: leases.into_bytes(),
+                        prefix: true,
+                        seen: header_revision(resp.header()),
+                    });
+                }
                 // Repeating the put after a lost reply writes the same value again: harmless.
                 let make = || {
                     let (mut kv, put) = (kv.clone(), put.clone());
                     async move { kv.txn(put).await }
                 };
                 let Some(resp) = request(s, look, make).await? else {
-                    return Ok(None);
+                    return Ok(Look::TimedOut);
                 };
                 if !resp.succeeded() {
                     return Err(Error::SessionLost); // the gate key is gone: the lease ended
                 }
-                return Ok(Some(header_revision(resp.header())));
+                Ok(Look::Done(header_revision(resp.header())))
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-            // P3: wait for a release, watching from just after the read.
-            let from = header_revision(resp.header()) + 1;
-            let opts = WatchOptions::new().with_prefix().with_start_revision(from);
-            let watch = watches.watch(self.leases.as_str(), Some(opts));
-            let mut stream = match bounded(s, deadline, watch).await {
-                Ok(Some(stream)) => stream,
-                Ok(None) => return Ok(None),
-                Err(e) if is_transient(&e) => {
-                    if !pause(s, deadline).await? {
-                        return Ok(None);
-                    }
-                    continue; // M5 of the mutex: count again
-                }
-                Err(e) => return Err(e),
-            };
-            loop {
-                let msg = match bounded(s, deadline, stream.message()).await {
-                    Ok(Some(msg)) => msg,
-                    Ok(None) => return Ok(None),
-                    Err(e) if is_transient(&e) => {
-                        if !pause(s, deadline).await? {
-                            return Ok(None);
-                        }
-                        break; // count again
-                    }
-                    Err(e) => return Err(e),
-                };
-                match msg {
-                    Some(w) if w.canceled() => break,
-                    Some(w)
-                        if w.events()
-                            .iter()
-                            .any(|e| e.event_type() == EventType::Delete) =>
-                    {
-                        break
-                    }
-                    Some(_) => {}
-                    None => break,
-                }
-            }
-        }
+        };
+        wait::until_done(s, deadline, None, look_again).await
     }
 }
 

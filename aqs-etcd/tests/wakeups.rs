@@ -90,3 +90,64 @@ async fn a_mutex_release_wakes_one_waiter() {
     println!("mutex, {WAITERS} waiters: {per_acq:.2} watch events and {req_per_acq:.2} KV requests per acquisition");
     assert!(per_acq <= 2.0, "{per_acq} watch events per acquisition");
 }
+
+/// No wake-up is lost while other writes move the revision between a waiter's look and its
+/// watch's creation (WA2 in `wait.rs`): a waiter whose watch started after its predecessor's
+/// delete, and that did not look again, would wait forever. Sessions hand a mutex, a semaphore
+/// of 2 and a read-write lock back and forth with no hold while a writer puts an unrelated key
+/// in a tight loop; every acquire is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_wake_up_is_lost_while_other_writes_move_the_revision() {
+    use aqs_etcd::RwLock;
+    let server = server();
+    let noise = client(&server).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (mut kv, stop) = (noise.kv_client(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                kv.put("/noise", n.to_string(), None).await.unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let s = session(&server, 10).await;
+        tasks.push(tokio::spawn(async move {
+            let (m, sem, rw) = (
+                Mutex::new(&s, "/lost/m").unwrap(),
+                Semaphore::new(&s, "/lost/s", 2).unwrap(),
+                RwLock::new(&s, "/lost/rw").unwrap(),
+            );
+            for round in 0..25 {
+                bounded("a mutex hand-off", async {
+                    m.lock().await.unwrap().release().await.unwrap()
+                })
+                .await;
+                bounded("a semaphore hand-off", async {
+                    sem.acquire().await.unwrap().release().await.unwrap()
+                })
+                .await;
+                let g = if (i + round) % 3 == 0 {
+                    bounded("a write hand-off", rw.write()).await
+                } else {
+                    bounded("a read hand-off", rw.read()).await
+                };
+                g.unwrap().release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let puts = bounded("the writer", writer).await.unwrap();
+    println!("{puts} unrelated puts during the hand-offs");
+    let c = client(&server).await;
+    for name in ["/lost/m", "/lost/s", "/lost/rw"] {
+        wait_keys(&c, name, 0).await;
+    }
+}
