@@ -10,11 +10,11 @@
 //! `cargo bench -p aqs-etcd --bench v3lock`; `AQS_ETCD_BENCH_PASSES=n` sets the passes (3);
 //! `AQS_ETCD_BENCH_QUICK=1` runs one short pass (proves it runs). The Go side needs `go` and
 //! the etcd 3.4 client's sources in GOPATH mode (Debian: `golang-go`, `golang-etcd-server-dev`;
-//! `AQS_ETCD_BENCH_GOPATH` overrides `/usr/share/gocode`); without them its columns say `n/a`
-//! and the reason is printed. Results: `docs/etcd.md`.
+//! `AQS_GOPATH` overrides `/usr/share/gocode`); without them its columns say `NaN` and the
+//! reason is printed. Results: `docs/etcd.md`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -173,31 +173,6 @@ async fn pass(
     }
 }
 
-/// Builds the Go side (`benches/go/etcdmutex`) into the temporary directory; `Err` says why
-/// it cannot run here.
-fn build_go() -> Result<PathBuf, String> {
-    let gopath =
-        std::env::var("AQS_ETCD_BENCH_GOPATH").unwrap_or_else(|_| "/usr/share/gocode".into());
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go/etcdmutex");
-    let out = std::env::temp_dir().join(format!("aqs-etcd-bench-go-{}", std::process::id()));
-    let built = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", &gopath)
-        .output()
-        .map_err(|e| format!("no Go toolchain (`go`: {e})"))?;
-    if !built.status.success() {
-        return Err(format!(
-            "`go build` failed (GOPATH {gopath}): {}",
-            String::from_utf8_lossy(&built.stderr).trim()
-        ));
-    }
-    Ok(out)
-}
-
 /// One pass of the Go side: the program opens its clients and sessions, reports `ready`, and
 /// runs only when told, so the server's counters cover the lock work alone.
 fn go_pass(server: &TestServer, bin: &Path, clients: usize, per_client: usize, name: &str) -> Pass {
@@ -290,7 +265,10 @@ async fn main() {
         .unwrap_or(3);
     let (passes, per) = if quick { (1, 8) } else { (passes.max(1), 200) };
     let server = TestServer::start(Duration::from_secs(30)).expect("etcd must start");
-    let go = build_go();
+    let go = aqs_test_servers::golang::build(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go/etcdmutex"),
+        "etcdmutex",
+    );
     if let Err(why) = &go {
         println!("The Go side is left out: {why}\n");
     }

@@ -1,6 +1,7 @@
 //! A Rust `Mutex`, `etcdctl lock` (Go's `concurrency.Mutex`) and the server's `v3lock` service on the
-//! same name share one lock and one queue, judged by the server's record (the keys under the name
-//! and their create revisions) and by what the other side observed when it was granted.
+//! same name share one lock and one queue, and so do a Rust `RwLock` and Go's `recipes.RWMutex`
+//! (driven by the Go program `tests/go/rwmutex`), judged by the server's record (the keys under
+//! the name and their create revisions) and by what the other side observed when it was granted.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use aqs_etcd::Mutex;
+use aqs_etcd::{Mutex, RwLock};
 use aqs_test_servers::etcd::TestServer;
 use common::*;
 
@@ -204,4 +205,127 @@ async fn the_server_lock_service_and_the_rust_mutex_exclude_each_other() {
     drop(g);
     let again = bounded("service after rust", svc).await.unwrap().unwrap();
     assert_eq!(again.key(), record[1].0.as_bytes());
+}
+
+/// Go's `recipes.RWMutex` holding or waiting in its own process (`tests/go/rwmutex`): it says
+/// `ready`, then `held` once it holds, and lets go when told. Killed on drop.
+struct GoRw {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl GoRw {
+    /// Starts a Go reader or writer (`side` is `read` or `write`) on `name` and waits until its
+    /// session is open.
+    fn start(server: &TestServer, name: &str, side: &str) -> GoRw {
+        static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let bin = BIN.get_or_init(|| {
+            let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/rwmutex");
+            aqs_test_servers::golang::build(&src, "rwmutex").unwrap_or_else(|e| {
+                panic!("Go's RWMutex must build (Debian: golang-go, golang-etcd-server-dev): {e}")
+            })
+        });
+        let mut child = Command::new(bin)
+            .args([&server.endpoint(), name, side])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the Go RWMutex");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let go = GoRw { child, lines };
+        go.expect("ready", BOUND);
+        go
+    }
+
+    /// The next line within `within`, if any.
+    fn line(&self, within: Duration) -> Option<String> {
+        tokio::task::block_in_place(|| self.lines.recv_timeout(within).ok())
+    }
+
+    /// Fails the test unless the next line, within `within`, is `want`.
+    fn expect(&self, want: &str, within: Duration) {
+        assert_eq!(self.line(within).as_deref(), Some(want));
+    }
+
+    /// Lets go, and waits until it has.
+    fn release(&mut self) {
+        use std::io::Write;
+        writeln!(self.child.stdin.as_mut().unwrap(), "go").unwrap();
+        self.expect("released", BOUND);
+    }
+}
+
+impl Drop for GoRw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Go's `recipes.RWMutex` and the Rust `RwLock` on one name, in one queue: a Go writer keeps a
+/// Rust reader out until it lets go; a Go reader shares with a Rust reader; a Rust writer queued
+/// behind both keeps out a Go reader that arrived after it (readers defer to an earlier writer,
+/// R1) until the writer has released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_rwmutex_and_the_rust_rwlock_share_one_queue() {
+    let server = server();
+    let c = client(&server).await;
+    let name = "/rw/go";
+    let (a, b) = (session(&server, 10).await, session(&server, 10).await);
+    let reads = RwLock::new(&a, name).unwrap();
+
+    let mut go_writer = GoRw::start(&server, name, "write");
+    go_writer.expect("held", BOUND);
+    assert!(reads
+        .try_read_for(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    let r = reads.clone();
+    let reader = tokio::spawn(async move { r.read().await });
+    assert!(still_waiting(&reader, Duration::from_millis(300)).await);
+    go_writer.release();
+    let read = bounded("the Rust reader after the Go writer", reader)
+        .await
+        .unwrap()
+        .unwrap();
+
+    let mut go_reader = GoRw::start(&server, name, "read");
+    go_reader.expect("held", BOUND);
+
+    let w = RwLock::new(&b, name).unwrap();
+    let writer = tokio::spawn(async move { w.write().await });
+    wait_keys(&c, name, 3).await; // two reads and the Rust writer's key
+    let mut late = GoRw::start(&server, name, "read");
+    wait_keys(&c, name, 4).await;
+    assert_eq!(
+        late.line(Duration::from_millis(300)),
+        None,
+        "a read passed a queued writer"
+    );
+    assert!(!writer.is_finished());
+
+    read.release().await.unwrap();
+    go_reader.release();
+    let write = bounded("the Rust writer after both readers", writer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(write.is_write());
+    assert_eq!(
+        late.line(Duration::from_millis(300)),
+        None,
+        "a read inside a write"
+    );
+    write.release().await.unwrap();
+    late.expect("held", BOUND);
+    late.release();
+    wait_keys(&c, name, 0).await;
 }

@@ -19,6 +19,7 @@
 
 pub mod checker;
 pub mod etcd;
+pub mod golang;
 mod process;
 pub mod workers;
 pub mod zookeeper;
