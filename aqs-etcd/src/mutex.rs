@@ -329,34 +329,7 @@ impl Mutex {
                 own,
             )])
             .and_then([TxnOp::get(self.prefix.as_str(), Some(last_before))]);
-        let look_again = || {
-            let (mut kv, query) = (kv.clone(), query.clone());
-            async move {
-                let resp = match bounded(s, look, kv.txn(query)).await {
-                    Ok(Some(resp)) => resp,
-                    Ok(None) => return Ok(Look::TimedOut),
-                    Err(e) if is_transient(&e) => {
-                        return Ok(if pause(s, deadline).await? {
-                            Look::Again // M5
-                        } else {
-                            Look::TimedOut
-                        });
-                    }
-                    Err(e) => return Err(e),
-                };
-                if !resp.succeeded() {
-                    return Err(Error::SessionLost); // our key is gone: the lease ended
-                }
-                Ok(match kvs(&resp.op_responses()[0]).first() {
-                    None => Look::Done(own),
-                    Some(before) => Look::Wait {
-                        key: before.key().to_vec(),
-                        prefix: false,
-                        seen: header_revision(resp.header()),
-                    },
-                })
-            }
-        };
+        let look_again = || wait::look_before(s, &kv, &query, own, look);
         wait::until_done(s, deadline, Some(first), look_again).await
     }
 }

@@ -26,8 +26,8 @@ use etcd_client::{
 };
 use tokio::time::Instant;
 
-use crate::mutex::{header_revision, kvs, look_deadline, request, Attempt};
-use crate::wait::{self, Look};
+use crate::mutex::{header_revision, look_deadline, request, Attempt};
+use crate::wait;
 use crate::{Error, Session};
 
 /// A cluster-wide read-write lock with the layout of etcd's Go `recipes.RWMutex`: readers share,
@@ -221,29 +221,7 @@ impl RwLock {
         let query = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, own)])
             .and_then([TxnOp::get(blockers.as_str(), Some(last_before))]);
-        let look_again = || {
-            let (kv, query) = (kv.clone(), query.clone());
-            async move {
-                let make = || {
-                    let (mut kv, query) = (kv.clone(), query.clone());
-                    async move { kv.txn(query).await }
-                };
-                let Some(resp) = request(s, look, make).await? else {
-                    return Ok(Look::TimedOut);
-                };
-                if !resp.succeeded() {
-                    return Err(Error::SessionLost); // our key is gone: the lease ended
-                }
-                Ok(match kvs(&resp.op_responses()[0]).first() {
-                    None => Look::Done(own),
-                    Some(blocker) => Look::Wait {
-                        key: blocker.key().to_vec(),
-                        prefix: false,
-                        seen: header_revision(resp.header()),
-                    },
-                })
-            }
-        };
+        let look_again = || wait::look_before(s, &kv, &query, own, look);
         wait::until_done(s, deadline, None, look_again).await
     }
 }

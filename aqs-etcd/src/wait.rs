@@ -24,10 +24,10 @@
 
 use std::future::Future;
 
-use etcd_client::{EventType, WatchClient, WatchOptions, WatchStream};
+use etcd_client::{EventType, KvClient, Txn, WatchClient, WatchOptions, WatchStream};
 use tokio::time::Instant;
 
-use crate::mutex::{bounded, is_transient, pause};
+use crate::mutex::{bounded, header_revision, is_transient, kvs, pause, request};
 use crate::{Error, Session};
 
 /// What a look decided.
@@ -45,6 +45,36 @@ pub(crate) enum Look<T> {
     Again,
     /// The deadline passed.
     TimedOut,
+}
+
+/// The look of the mutex and the read-write lock (M2-M3, R1-R2): `query` is one txn that
+/// compares our key's create revision with `own` and gets the last key before it that blocks
+/// us. Retried while the server cannot be reached (M5), until `until`.
+pub(crate) async fn look_before(
+    s: &Session,
+    kv: &KvClient,
+    query: &Txn,
+    own: i64,
+    until: Option<Instant>,
+) -> Result<Look<i64>, Error> {
+    let make = || {
+        let (mut kv, query) = (kv.clone(), query.clone());
+        async move { kv.txn(query).await }
+    };
+    let Some(resp) = request(s, until, make).await? else {
+        return Ok(Look::TimedOut);
+    };
+    if !resp.succeeded() {
+        return Err(Error::SessionLost); // our key is gone: the lease ended
+    }
+    Ok(match kvs(&resp.op_responses()[0]).first() {
+        None => Look::Done(own),
+        Some(before) => Look::Wait {
+            key: before.key().to_vec(),
+            prefix: false,
+            seen: header_revision(resp.header()),
+        },
+    })
 }
 
 /// Looks with `look` until it decides, waiting between looks as it asks (WA1-WA3); `first` is a

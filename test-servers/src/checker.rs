@@ -63,6 +63,8 @@ pub struct Report {
     pub peak: usize,
     /// Holds still inside at the end of the log.
     pub open: usize,
+    /// Distinct holders (`who`) that entered at least once.
+    pub holders: usize,
 }
 
 /// One hold: its holder and its fencing token.
@@ -138,6 +140,7 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
     let mut dead: HashSet<&str> = HashSet::new();
     let mut paused: HashSet<&str> = HashSet::new();
     let mut last_token = i64::MIN;
+    let mut holders: HashSet<&str> = HashSet::new();
     let mut r = Report::default();
     for (n, e) in &events {
         let n = *n;
@@ -177,6 +180,7 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
                     r.excused += 1;
                 }
                 inside.insert(who, token);
+                holders.insert(who);
                 r.enters += 1;
                 r.peak = r.peak.max(inside.len());
             }
@@ -207,6 +211,7 @@ pub fn check(log: &str, limit: usize) -> Result<Report, String> {
         }
     }
     r.open = inside.len();
+    r.holders = holders.len();
     Ok(r)
 }
 
@@ -232,6 +237,7 @@ mod tests {
                 enters: 2,
                 exits: 2,
                 peak: 1,
+                holders: 2,
                 ..Report::default()
             })
         );
