@@ -27,7 +27,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tokio::time::Instant;
 
-use crate::mutex::{header_revision, look_deadline, request, Attempt};
+use crate::mutex::{header_revision, kvs, look_deadline, request, Attempt};
 use crate::wait::{self, Look};
 use crate::{Error, Mutex, Session};
 
@@ -206,11 +206,16 @@ impl Semaphore {
                 CompareOp::Equal,
                 gate.token(),
             )])
-            .and_then([TxnOp::put(
-                key,
-                n.to_string(),
-                Some(PutOptions::new().with_lease(s.lease_id())),
-            )]);
+            .and_then([
+                TxnOp::put(
+                    key,
+                    n.to_string(),
+                    Some(PutOptions::new().with_lease(s.lease_id())),
+                ),
+                // The token is the key's create revision, also when this put repeats one whose
+                // reply was lost (the repeat only modifies the key).
+                TxnOp::get(key, None),
+            ]);
         // P2, P3: a look counts the permits of the lease keys and, if ours fit, puts our key;
         // else it asks to wait for a delete under `NAME/leases/` (WA1-WA3, `wait.rs`).
         let look_again = || {
@@ -252,7 +257,12 @@ impl Semaphore {
                 if !resp.succeeded() {
                     return Err(Error::SessionLost); // the gate key is gone: the lease ended
                 }
-                Ok(Look::Done(header_revision(resp.header())))
+                let created = kvs(&resp.op_responses()[1])
+                    .first()
+                    .map(|kv| kv.create_revision());
+                Ok(Look::Done(
+                    created.unwrap_or_else(|| header_revision(resp.header())),
+                ))
             }
         };
         wait::until_done(s, deadline, None, look_again).await

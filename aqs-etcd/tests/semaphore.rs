@@ -27,6 +27,15 @@ async fn the_limit_holds_and_a_release_lets_the_waiter_in() {
         .await
         .unwrap();
     assert!(pb.token() > pa.token());
+    // Each token is its lease key's create revision, in the server's record.
+    let held = keys(&c, "/s/two/leases").await;
+    assert_eq!(
+        held,
+        vec![
+            (pa.key().to_owned(), pa.token()),
+            (pb.key().to_owned(), pb.token())
+        ]
+    );
     let sw = Semaphore::new(&w, "/s/two", 2).unwrap();
     let none = bounded(
         "timed acquire",
