@@ -198,7 +198,13 @@ impl RawSync {
     /// spin here, and only while nobody is queued (with waiters parked, the
     /// value is unlikely to come free soon, and spinning would take CPU from
     /// the threads that hold it; parking_lot's mutex uses the same rule).
-    /// Then it queues and sleeps between acquire steps.
+    /// The exception is a read that defers to a queued writer
+    /// ([`Policy::shared_arrivals_defer_to_exclusive`]): the writer is
+    /// waiting for short read holds to drain, so it usually acquires and
+    /// releases within the budget, and a read that queued instead would cost
+    /// a park and a wake-up that waits for a CPU, and would sit in the queue
+    /// in front of the next writer (parking_lot's readers also spin while a
+    /// writer waits). Then it queues and sleeps between acquire steps.
     #[cold]
     #[inline(never)]
     fn acquire_slow<P: Policy + ?Sized>(
@@ -212,7 +218,8 @@ impl RawSync {
         let spin = Spin::new();
         let may_spin = |s: u64| {
             discipline.arrival_spins()
-                && waiters_of(s) == 0
+                && (waiters_of(s) == 0
+                    || (mode == Mode::Shared && policy.shared_arrivals_defer_to_exclusive()))
                 && policy.arrival_may_spin(mode, value_of(s))
         };
         while may_spin(self.state.load(Relaxed)) && spin.spin() {
