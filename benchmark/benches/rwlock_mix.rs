@@ -9,7 +9,8 @@
 //!
 //! * **mix**: T threads (4 and 16) each loop one operation, a write with
 //!   probability 10 % (or 1 %), else a read, each around the section:
-//!   M ops/s and process CPU time per operation.
+//!   M ops/s, process CPU time per operation, and the process's voluntary
+//!   context switches (threads going to sleep) per thousand operations.
 //! * **writer wait**: 4 threads loop read-lock, section, unlock with no
 //!   pause; one writer sleeps 100 µs, then write-locks, runs the section,
 //!   unlocks, and records how long the write-lock call took: the median,
@@ -69,6 +70,16 @@ contender!(aqs::FairRwLock<u64>, "aqs FairRwLock", read, write);
 contender!(parking_lot::RwLock<u64>, "parking_lot RwLock", read, write);
 contender!(std::sync::RwLock<u64>, "std RwLock", read, write, unwrap);
 
+/// The process's voluntary context switches so far, all threads: each is a
+/// thread going to sleep (a park, a sleep, a blocking system call).
+fn sleeps() -> u64 {
+    // SAFETY: an all-zero `rusage` is valid, and `getrusage` only writes it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage to write to.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u.ru_nvcsw as u64
+}
+
 /// The process's CPU time so far, all threads.
 fn cpu_time() -> Duration {
     let mut t = libc::timespec {
@@ -107,20 +118,22 @@ fn mix<L: Contender>(threads: usize, write_percent: u64, window: Duration) {
                 })
             })
             .collect();
-        let cpu0 = cpu_time();
+        let (cpu0, slept0) = (cpu_time(), sleeps());
         thread::sleep(window);
         stop.store(true, Relaxed);
-        let cpu = cpu_time() - cpu0;
+        let (cpu, slept) = (cpu_time() - cpu0, sleeps() - slept0);
         (
             workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>(),
-            cpu,
+            (cpu, slept),
         )
     });
+    let (cpu, slept) = cpu;
     println!(
-        "mix/t{threads}_w{write_percent}/{:<20} {:7.2} M ops/s   CPU {:.3} us/op",
+        "mix/t{threads}_w{write_percent}/{:<20} {:7.2} M ops/s   CPU {:.3} us/op   sleeps/1k ops {:.2}",
         L::NAME,
         ops as f64 / window.as_secs_f64() / 1e6,
         cpu.as_secs_f64() * 1e6 / ops as f64,
+        slept as f64 * 1e3 / ops as f64,
     );
 }
 
