@@ -52,7 +52,7 @@ pub(crate) struct RwPolicy<const FAIR: bool, const RECURSIVE: bool>;
 
 impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIVE> {
     /// `others_queued` is, for the nonfair lock, whether a writer is
-    /// queued (`shared_arrivals_defer_to_exclusive`).
+    /// queued next in line (`shared_arrivals_defer_to_exclusive`).
     #[inline]
     fn try_acquire_shared(&self, value: u32, _arg: u32, others_queued: bool) -> Option<Acquired> {
         let free = value & !HANDOFF;
@@ -112,8 +112,9 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     }
 
     /// A FIFO read defers to anyone queued (the hook refuses on
-    /// `others_queued`); a nonfair one only to queued writers, including
-    /// one behind queued readers.
+    /// `others_queued`); a nonfair one only to a queued writer next in
+    /// line, including one behind readers already woken (not one behind a
+    /// reader nobody has woken: that reader's batch goes first anyway).
     #[inline]
     fn shared_arrivals_defer_to_exclusive(&self) -> bool {
         !FAIR && !RECURSIVE

@@ -4,6 +4,7 @@
 //! No guard is held on the fast path; the look at the queue enters one only
 //! when the gate is open (R8) and reads nodes under it (R5).
 
+use super::node::CANCELLED;
 use super::policy::{try_acquire, Mode, Policy};
 use super::state::{after_take, is_closed, value_of, waiters_of};
 use super::RawSync;
@@ -79,16 +80,23 @@ impl RawSync {
         }
     }
 
-    /// Whether a queued waiter is exclusive, looking from the head's
-    /// successor along `next` links: a heuristic for
-    /// [`Policy::shared_arrivals_defer_to_exclusive`]. Not only the first
-    /// waiter (the JDK's `apparentlyFirstQueuedIsExclusive`): a reader that
-    /// was woken but has not run yet sits first until it does, and on a
-    /// busy machine that is a scheduler tick, in which arriving readers
-    /// would keep passing the writer behind it. A waiter linking in (the
-    /// tail moved, its `next` link not yet written) or leaving meanwhile
-    /// may be seen or missed; the walk ends at the first exclusive node or
-    /// a missing link.
+    /// Whether a writer waits next in line, looking from the head's
+    /// successor along `next` links: the heuristic behind
+    /// [`Policy::shared_arrivals_defer_to_exclusive`]. The walk passes
+    /// readers that a release has already woken and waiters that are
+    /// leaving, and answers yes at the first exclusive node. Not only the
+    /// first waiter (the JDK's `apparentlyFirstQueuedIsExclusive`): a reader
+    /// that was woken but has not run yet sits first until it does, and on
+    /// a busy machine that is a scheduler tick, in which arriving readers
+    /// would keep passing the writer behind it. But a reader that nobody
+    /// has woken yet ends the walk with no: it and the readers behind it
+    /// will be let in as a batch before the writer anyway (each woken
+    /// reader wakes the next), so an arrival that joins that batch adds no
+    /// more than one more read to the writer's wait, and deferring would
+    /// hold every arrival back for the whole batch's chain of wake-ups (on
+    /// a busy machine, each waits for a CPU). A waiter linking in (the tail
+    /// moved, its `next` link not yet written) or leaving meanwhile may be
+    /// seen or missed; the walk ends at a missing link.
     #[cold]
     fn exclusive_queued(&self) -> bool {
         // An arrival never waits at the reclamation gate (R8): while it is
@@ -107,6 +115,11 @@ impl RawSync {
             let node = unsafe { guard.node(next) };
             if node.mode == Mode::Exclusive {
                 return true;
+            }
+            // A reader not yet woken, and not leaving: the batch it heads
+            // goes before any writer behind it.
+            if node.wake.load(Acquire) == 0 && node.status.load(Acquire) != CANCELLED {
+                return false;
             }
             next = node.next.load(Acquire);
         }

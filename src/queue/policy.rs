@@ -83,10 +83,10 @@ pub(crate) trait Policy {
     /// waiters, as a nonfair read lock's readers do so that writers are not
     /// starved (the JDK defers to a first waiter that is exclusive,
     /// `apparentlyFirstQueuedIsExclusive`; we look past shared waiters
-    /// ahead of it, see `RawSync::exclusive_queued`). The shared hook's
-    /// `others_queued` then says whether an exclusive waiter was seen in
-    /// the queue, which costs a look only while someone is queued. Off by
-    /// default.
+    /// already woken ahead of it, see `RawSync::exclusive_queued`). The
+    /// shared hook's `others_queued` then says whether an exclusive waiter
+    /// is next in line, which costs a look only while someone is queued.
+    /// Off by default.
     fn shared_arrivals_defer_to_exclusive(&self) -> bool {
         false
     }

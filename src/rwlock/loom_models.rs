@@ -373,6 +373,58 @@ fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
     });
 }
 
+/// The other side of the look: main holds the write lock; two readers queue
+/// (async reads, A then B) and an untimed writer behind them. Main unlocks
+/// (nonfair), which wakes A only; B waits for A's propagation. An arriving
+/// read now joins the batch A heads instead of deferring to the writer:
+/// the writer would wait for A and B anyway, and B has not been woken. Then
+/// A and B run and the writer follows, after main's read. Bound 1. Fails
+/// if the look defers to a writer behind a reader nobody has woken.
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use crate::queue::{Mode, QueuedAcquire};
+
+    check(1, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.write(None));
+        let mut a = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut b = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
+        let writer = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.write(None));
+                // SAFETY: this thread holds the write lock.
+                unsafe { lock.unlock_write(false) };
+            })
+        };
+        until_queued(&lock, 3);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        assert!(
+            lock.try_read(),
+            "a reader deferred to a writer queued behind a reader nobody woke"
+        );
+        assert_eq!(Pin::new(&mut a).poll(&mut cx), Poll::Ready(true));
+        assert_eq!(Pin::new(&mut b).poll(&mut cx), Poll::Ready(true));
+        // SAFETY: main holds its own read and the two the futures took.
+        unsafe {
+            lock.unlock_read();
+            lock.unlock_read();
+            lock.unlock_read();
+        }
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
 /// W2 with readers only: main holds the write lock; two readers queue
 /// (async reads, A then B); A leaves (its future is dropped: its node stays
 /// first, cancelled) and main unlocks fair, a hand-off to the first live
