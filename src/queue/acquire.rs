@@ -198,13 +198,18 @@ impl RawSync {
     /// spin here, and only while nobody is queued (with waiters parked, the
     /// value is unlikely to come free soon, and spinning would take CPU from
     /// the threads that hold it; parking_lot's mutex uses the same rule).
-    /// The exception is a read that defers to a queued writer
-    /// ([`Policy::shared_arrivals_defer_to_exclusive`]): the writer is
+    /// The exception is a read on a lock whose reads defer to queued
+    /// writers ([`Policy::shared_arrivals_defer_to_exclusive`]): it spins
+    /// its budget with others queued too, whatever kept it out (a writer
+    /// next in line, a write hold, a pending hand-off). Such a writer is
     /// waiting for short read holds to drain, so it usually acquires and
     /// releases within the budget, and a read that queued instead would cost
     /// a park and a wake-up that waits for a CPU, and would sit in the queue
     /// in front of the next writer (parking_lot's readers also spin while a
-    /// writer waits). Then it queues and sleeps between acquire steps.
+    /// writer holds or waits). A timed acquire stops spinning at its
+    /// deadline. Then it queues and sleeps between acquire steps; a deadline
+    /// that passed while spinning is noticed there, so every timeout leaves
+    /// through the queue's one cancellation path.
     #[cold]
     #[inline(never)]
     fn acquire_slow<P: Policy + ?Sized>(
@@ -222,7 +227,10 @@ impl RawSync {
                     || (mode == Mode::Shared && policy.shared_arrivals_defer_to_exclusive()))
                 && policy.arrival_may_spin(mode, value_of(s))
         };
-        while may_spin(self.state.load(Relaxed)) && spin.spin() {
+        while may_spin(self.state.load(Relaxed))
+            && !deadline.is_some_and(deadline_passed)
+            && spin.spin()
+        {
             match self.arrive(policy, mode, arg) {
                 TryAcquire::Acquired => return Ok(()),
                 TryAcquire::Closed => return Err(AcquireFailed::Closed),

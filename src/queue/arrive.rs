@@ -83,20 +83,22 @@ impl RawSync {
     /// Whether a writer waits next in line, looking from the head's
     /// successor along `next` links: the heuristic behind
     /// [`Policy::shared_arrivals_defer_to_exclusive`]. The walk passes
-    /// readers that a release has already woken and waiters that are
-    /// leaving, and answers yes at the first exclusive node. Not only the
-    /// first waiter (the JDK's `apparentlyFirstQueuedIsExclusive`): a reader
-    /// that was woken but has not run yet sits first until it does, and on
-    /// a busy machine that is a scheduler tick, in which arriving readers
-    /// would keep passing the writer behind it. But a reader that nobody
-    /// has woken yet ends the walk with no: it and the readers behind it
-    /// will be let in as a batch before the writer anyway (each woken
-    /// reader wakes the next), so an arrival that joins that batch adds no
-    /// more than one more read to the writer's wait, and deferring would
-    /// hold every arrival back for the whole batch's chain of wake-ups (on
-    /// a busy machine, each waits for a CPU). A waiter linking in (the tail
-    /// moved, its `next` link not yet written) or leaving meanwhile may be
-    /// seen or missed; the walk ends at a missing link.
+    /// readers with a wake-up pending (a release woke them; they have not
+    /// run yet) and waiters that are leaving, and answers yes at the first
+    /// exclusive node. Not only the first waiter (the JDK's
+    /// `apparentlyFirstQueuedIsExclusive`): a reader that was woken but has
+    /// not run yet sits first until it does, and on a busy machine that is
+    /// a scheduler tick, in which arriving readers would keep passing the
+    /// writer behind it. But a reader with no wake-up pending ends the walk
+    /// with no: it has not been woken yet (or it has, and is running to its
+    /// read), and it and the readers behind it take their reads before the
+    /// writer anyway (each woken reader wakes the next). An arrival that
+    /// joins them holds the writer up by at most one read hold beyond
+    /// them, where deferring would hold every arrival back for the batch's
+    /// whole chain of wake-ups (on a busy machine, each waits for a CPU).
+    /// A waiter linking in (the tail moved, its `next` link not yet
+    /// written) or leaving meanwhile may be seen or missed; the walk ends
+    /// at a missing link.
     #[cold]
     fn exclusive_queued(&self) -> bool {
         // An arrival never waits at the reclamation gate (R8): while it is
@@ -116,8 +118,8 @@ impl RawSync {
             if node.mode == Mode::Exclusive {
                 return true;
             }
-            // A reader not yet woken, and not leaving: the batch it heads
-            // goes before any writer behind it.
+            // A reader with no wake-up pending, and not leaving: the batch
+            // it heads goes before any writer behind it.
             if node.wake.load(Acquire) == 0 && node.status.load(Acquire) != CANCELLED {
                 return false;
             }
