@@ -31,14 +31,23 @@
 //!   ended. So when `close_session` returns, every guard reports lost and every acquire of the
 //!   session fails, whatever the client's own connection is doing: the server does not answer
 //!   the old connection of a session closed through another, and the client notices only
-//!   when its link times out (`2/5 T`).
+//!   when its link times out (`2/5 T`). The record of the close is kept for
+//!   [`CLOSED_RECORD`] session timeouts: by then the client has found its session ended
+//!   itself (a terminated client starts its task ended too), and a process that opens and
+//!   closes sessions all its life keeps only the last few records.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use zookeeper_client as zk;
+
+/// How many session timeouts a session closed on purpose stays recorded (H6). The client
+/// notices the close when its link times out, `2/5 T` after the server last answered, and
+/// learns on reconnecting that the session ended; three timeouts leave room for a slow
+/// reconnect. An acquire after that needs the server, which refuses the session anyway.
+pub(crate) const CLOSED_RECORD: u32 = 3;
 
 /// The fixed part of the loss margin (H2): scheduling between the deadline and the holder.
 pub(crate) const FIXED_MARGIN: Duration = Duration::from_millis(100);
@@ -85,11 +94,26 @@ pub(crate) struct Health {
 }
 
 /// The sessions of this process: the live health tasks, and the sessions closed on purpose
-/// (H6; one id each, for the life of the process).
+/// lately (H6).
 #[derive(Default)]
 struct Sessions {
     live: HashMap<i64, Weak<Health>>,
-    closed: HashSet<i64>,
+    /// Each closed session's id, with the instant its record expires.
+    closed: HashMap<i64, Instant>,
+}
+
+impl Sessions {
+    /// Records that session `id`, whose timeout is `t`, was closed at `now` (H6), and drops
+    /// the records that have expired, so that only the sessions closed lately are kept.
+    fn close(&mut self, id: i64, t: Duration, now: Instant) {
+        self.closed.retain(|_, until| *until > now);
+        self.closed.insert(id, now + t * CLOSED_RECORD);
+    }
+
+    /// Whether session `id` was closed on purpose and its record has not expired at `now`.
+    fn is_closed(&self, id: i64, now: Instant) -> bool {
+        self.closed.get(&id).is_some_and(|until| *until > now)
+    }
 }
 
 type Registry = StdMutex<Sessions>;
@@ -112,9 +136,9 @@ impl Health {
             }
         }
         reg.live.retain(|_, w| w.strong_count() > 0);
-        let closed = reg.closed.contains(&id);
         let t = client.session_timeout();
         let now = Instant::now();
+        let closed = reg.is_closed(id, now);
         let (tx, status) = watch::channel(Status {
             losses: u64::from(closed),
             lost_at: now + t.saturating_sub(loss_margin(t)),
@@ -161,7 +185,7 @@ pub(crate) async fn end(client: &zk::Client) {
     let id = client.session_id().0;
     let health = {
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-        reg.closed.insert(id);
+        reg.close(id, client.session_timeout(), Instant::now());
         reg.live.get(&id).and_then(Weak::upgrade)
     };
     let Some(h) = health else { return };
@@ -271,5 +295,38 @@ async fn heartbeat(
             _ = end.notified() => gone = true,
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_session_is_recorded_for_a_few_timeouts_only() {
+        let t = Duration::from_secs(10);
+        let start = Instant::now();
+        let mut sessions = Sessions::default();
+        sessions.close(1, t, start);
+        assert!(sessions.is_closed(1, start));
+        assert!(sessions.is_closed(1, start + t * CLOSED_RECORD - Duration::from_millis(1)));
+        assert!(!sessions.is_closed(1, start + t * CLOSED_RECORD));
+        assert!(
+            !sessions.is_closed(2, start),
+            "only the closed session is recorded"
+        );
+
+        // A process that keeps closing sessions keeps only the recent records.
+        for i in 0..1_000 {
+            sessions.close(100 + i, t, start + t * i as u32);
+        }
+        assert!(
+            sessions.closed.len() <= CLOSED_RECORD as usize + 1,
+            "{} records kept",
+            sessions.closed.len()
+        );
+        let last = start + t * 999;
+        assert!(sessions.is_closed(1_099, last));
+        assert!(!sessions.is_closed(100, last));
     }
 }
