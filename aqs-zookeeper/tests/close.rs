@@ -52,10 +52,16 @@ async fn closing_a_session_frees_its_locks_and_permits_and_fails_its_waiters() {
     })
     .await
     .expect("the waiter queues");
-    // And another session waiting for the mutex this session holds.
+    // And another session waiting for the mutex this session holds. It keeps the mutex until
+    // the nodes have been checked, so that every node listed below can still be read.
+    let (checked, checked_rx) = tokio::sync::oneshot::channel::<()>();
     let next = tokio::spawn({
         let m = Mutex::new(other.clone(), "/close/mutex").unwrap();
-        async move { m.acquire().await.map(|g| g.fencing_token()) }
+        async move {
+            let g = m.acquire().await?;
+            let _ = checked_rx.await;
+            Ok::<_, Error>(g.fencing_token())
+        }
     });
     timeout(BOUND, async {
         while children(&observer, "/close/mutex").await.len() < 2 {
@@ -82,6 +88,7 @@ async fn closing_a_session_frees_its_locks_and_permits_and_fails_its_waiters() {
             );
         }
     }
+    let _ = checked.send(());
     let waited = timeout(BOUND, queued)
         .await
         .expect("the waiter returns")
