@@ -190,9 +190,8 @@ pub(crate) async fn end(client: &zk::Client) {
     };
     let Some(h) = health else { return };
     h.end.notify_one();
-    let mut rx = h.subscribe();
     // The task reacts at its next poll; if it is gone, grants already report lost (H5).
-    let _ = rx.wait_for(|s| s.ended).await;
+    h.ended().await;
 }
 
 impl Drop for Health {
