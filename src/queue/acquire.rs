@@ -206,10 +206,11 @@ impl RawSync {
     /// releases within the budget, and a read that queued instead would cost
     /// a park and a wake-up that waits for a CPU, and would sit in the queue
     /// in front of the next writer (parking_lot's readers also spin while a
-    /// writer holds or waits). A timed acquire stops spinning at its
+    /// writer holds or waits). A timed acquire starts no spin round after its
     /// deadline. Then it queues and sleeps between acquire steps; a deadline
-    /// that passed while spinning is noticed there, so every timeout leaves
-    /// through the queue's one cancellation path.
+    /// that passed while it spun is noticed at its first step, which leaves
+    /// through the queue's cancellation path (or acquires, if the value is
+    /// there for a first waiter).
     #[cold]
     #[inline(never)]
     fn acquire_slow<P: Policy + ?Sized>(

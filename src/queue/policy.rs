@@ -176,7 +176,7 @@ pub(crate) fn try_release<P: Policy + ?Sized>(policy: &P, mode: Mode, value: u32
 /// | point | `Fifo` | `Barging` | where |
 /// |---|---|---|---|
 /// | arrival while others queue | the policy refuses (`others_queued`) | may take free value | the policy's hook |
-/// | arrival spin | none: a fair arrival that spun outside the queue would race other arrivals | spins while nobody is queued, or while a read defers to a queued writer | `acquire_slow` |
+/// | arrival spin | none: a fair arrival that spun outside the queue would race other arrivals | spins while nobody is queued; a read that defers to queued writers spins with others queued too | `acquire_slow` |
 /// | armed bit (A1) | never set, cleared or read | published before every park; a release with the bit clear skips the queue | `release_shared`, `Waiter::step` |
 /// | yield window | yields before parking ([`YIELD_WINDOW`](crate::spin::YIELD_WINDOW)) | parks (its waiters rarely park; yields bought nothing) | the blocking driver |
 /// | second in line | spins while the first waiter wakes with its value there | parks | `Waiter::step` |

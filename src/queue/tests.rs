@@ -123,7 +123,10 @@ fn queued_acquire_leaves_only_the_new_head() {
 #[test]
 fn timed_out_tail_unlinks_itself() {
     let sync = RawSync::new(0);
-    let deadline = Instant::now() + Duration::from_millis(5);
+    // Long enough that the acquire queues before it passes, even on a busy
+    // machine (a deadline already past at arrival returns before the queue
+    // exists).
+    let deadline = Instant::now() + Duration::from_millis(100);
     assert_eq!(
         sync.acquire_shared(&COUNT, 1, Some(deadline)),
         Err(AcquireFailed::TimedOut)
