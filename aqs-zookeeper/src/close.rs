@@ -19,7 +19,7 @@ const ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 /// The server deletes every ephemeral node of the session in the same step: every lock, permit
 /// and queued waiter of the session is gone when this returns, and every guard of it reports
 /// [`is_lost`](crate::MutexGuard::is_lost). Later acquires through the session fail with
-/// [`Error::SessionLost`]. Call it before a process exits, or to give up everything at once;
+/// [`Error::SessionLost`] ([`Error::Closed`] once the client is closed). Call it before a process exits, or to give up everything at once;
 /// dropping the guards afterwards is harmless.
 ///
 /// `hosts` is the connect string the client was built with (zookeeper-client keeps no copy of
@@ -33,7 +33,9 @@ const ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 ///
 /// # Errors
 /// - [`Error::Zk`] with [`Timeout`](zk::Error::Timeout) if no server in `hosts` confirmed the
-///   close within the session timeout (the session then ends when the server expires it);
+///   close within the session timeout (the session then ends when the server expires it).
+///   With a session timeout of two seconds or less this is likely: the second connection
+///   and the client's own take the session from each other, and an attempt can stall;
 /// - [`Error::Zk`] with the client's error if `hosts` is malformed or no server accepts the
 ///   connection.
 ///

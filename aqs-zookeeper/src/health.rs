@@ -31,10 +31,10 @@
 //!   ended. So when `close_session` returns, every guard reports lost and every acquire of the
 //!   session fails, whatever the client's own connection is doing: the server does not answer
 //!   the old connection of a session closed through another, and the client notices only
-//!   when its link times out (`2/5 T`). The record of the close is kept for
-//!   [`CLOSED_RECORD`] session timeouts: by then the client has found its session ended
-//!   itself (a terminated client starts its task ended too), and a process that opens and
-//!   closes sessions all its life keeps only the last few records.
+//!   when its link times out (`2/5 T`). The record of the close counts for
+//!   [`CLOSED_RECORD`] session timeouts: by then the client reports its session terminated
+//!   itself, and a terminated client's task starts ended too. So a process that opens and
+//!   closes sessions all its life keeps only the records of the last few timeouts.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
@@ -45,8 +45,11 @@ use zookeeper_client as zk;
 
 /// How many session timeouts a session closed on purpose stays recorded (H6). The client
 /// notices the close when its link times out, `2/5 T` after the server last answered, and
-/// learns on reconnecting that the session ended; three timeouts leave room for a slow
-/// reconnect. An acquire after that needs the server, which refuses the session anyway.
+/// learns on reconnecting that the session expired; if no server answers, zookeeper-client
+/// gives the session up itself `7/5 T` after its last receive, plus at most one connection
+/// attempt: about `2 T` in the worst case. Either way it then reports its session terminated
+/// (while its connection task runs; without that task it reports `Closed`). Three timeouts
+/// leave room for that. An acquire in between needs the server, which refuses the session.
 pub(crate) const CLOSED_RECORD: u32 = 3;
 
 /// The fixed part of the loss margin (H2): scheduling between the deadline and the holder.
@@ -104,7 +107,8 @@ struct Sessions {
 
 impl Sessions {
     /// Records that session `id`, whose timeout is `t`, was closed at `now` (H6), and drops
-    /// the records that have expired, so that only the sessions closed lately are kept.
+    /// the records that have expired by then, so that only the sessions closed lately are
+    /// kept.
     fn close(&mut self, id: i64, t: Duration, now: Instant) {
         self.closed.retain(|_, until| *until > now);
         self.closed.insert(id, now + t * CLOSED_RECORD);
@@ -138,7 +142,8 @@ impl Health {
         reg.live.retain(|_, w| w.strong_count() > 0);
         let t = client.session_timeout();
         let now = Instant::now();
-        let closed = reg.is_closed(id, now);
+        // H6: closed on purpose lately, or over for the client itself.
+        let closed = reg.is_closed(id, now) || client.state().is_terminated();
         let (tx, status) = watch::channel(Status {
             losses: u64::from(closed),
             lost_at: now + t.saturating_sub(loss_margin(t)),
@@ -179,8 +184,9 @@ impl Health {
 }
 
 /// Publishes `client`'s session as ended, for every grant and waiter of it, and waits until the
-/// task has (H6); a task started for it later starts ended. Call it only once the server has
-/// closed the session.
+/// task has (H6); a task started for it later starts ended (within [`CLOSED_RECORD`] session
+/// timeouts because of the record, and after that because the client reports its session
+/// terminated). Call it only once the server has closed the session.
 pub(crate) async fn end(client: &zk::Client) {
     let id = client.session_id().0;
     let health = {
@@ -320,7 +326,7 @@ mod tests {
             sessions.close(100 + i, t, start + t * i as u32);
         }
         assert!(
-            sessions.closed.len() <= CLOSED_RECORD as usize + 1,
+            sessions.closed.len() <= CLOSED_RECORD as usize,
             "{} records kept",
             sessions.closed.len()
         );
