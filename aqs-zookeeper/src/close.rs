@@ -19,8 +19,9 @@ const ATTEMPT: std::time::Duration = std::time::Duration::from_secs(1);
 /// The server deletes every ephemeral node of the session in the same step: every lock, permit
 /// and queued waiter of the session is gone when this returns, and every guard of it reports
 /// [`is_lost`](crate::MutexGuard::is_lost). Later acquires through the session fail with
-/// [`Error::SessionLost`] ([`Error::Closed`] once the client is closed). Call it before a process exits, or to give up everything at once;
-/// dropping the guards afterwards is harmless.
+/// [`Error::SessionLost`] ([`Error::Closed`] once the client is closed). Call it before a
+/// process exits, or to give up everything at once; dropping the guards afterwards is
+/// harmless.
 ///
 /// `hosts` is the connect string the client was built with (zookeeper-client keeps no copy of
 /// it). The call opens a second, plain connection to the same session (its id and password),

@@ -201,7 +201,7 @@ impl RawSync {
     /// The exception is a read on a lock whose reads defer to queued
     /// writers ([`Policy::shared_arrivals_defer_to_exclusive`]): it spins
     /// its budget with others queued too, whatever kept it out (a writer
-    /// next in line, a write hold, a pending hand-off). Such a writer is
+    /// next in line, a write hold, a pending hand-off). A queued writer is
     /// waiting for short read holds to drain, so it usually acquires and
     /// releases within the budget, and a read that queued instead would cost
     /// a park and a wake-up that waits for a CPU, and would sit in the queue
