@@ -29,7 +29,8 @@
 //! No waker code (`clone`, `wake`, `drop`) runs while the slot is not
 //! `WAITING` (O1): a panic in it cannot leave the slot locked.
 
-use std::cell::RefCell;
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 
@@ -177,37 +178,100 @@ impl WakerSlot {
 /// The wakers that queue code took while inside its bookkeeping, woken
 /// only after it is done (O1; tokio's `WakeList`). Kept by one thread (a
 /// [`Guard`](crate::queue) is not `Send`).
+///
+/// Every guard carries one, and most carry none or one waker, so an empty
+/// list is one length test to drop (its fields have no drop glue of their
+/// own) and the first waker has a place of its own (no allocation).
+///
+/// `len` is 0 exactly when `first` is `None` and `rest` is an empty `Vec`
+/// with no allocation; so an empty list holds nothing to drop.
 #[derive(Default)]
 pub(crate) struct WakeList {
-    wakers: RefCell<Vec<Waker>>,
+    /// How many wakers the list holds: the first in `first`, the others in
+    /// `rest`.
+    len: Cell<usize>,
+    /// The first waker pushed, once `len` is 1 or more.
+    first: Cell<ManuallyDrop<Option<Waker>>>,
+    /// The wakers after the first, in push order: a release that wakes
+    /// ahead of the first waiter (`wake_ahead`), or `close` waking everyone.
+    rest: Cell<ManuallyDrop<Vec<Waker>>>,
 }
 
 impl WakeList {
     /// Adds a taken waker, to be woken by [`WakeList::wake_all`].
+    #[inline]
     pub(crate) fn push(&self, waker: Waker) {
-        self.wakers.borrow_mut().push(waker);
+        if self.len.get() == 0 {
+            self.first.set(ManuallyDrop::new(Some(waker)));
+        } else {
+            let mut rest = self.rest.take();
+            rest.push(waker);
+            self.rest.set(rest);
+        }
+        self.len.set(self.len.get() + 1);
     }
 
     /// Whether any waker waits to be woken.
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.wakers.borrow().is_empty()
+        self.len.get() == 0
     }
 
-    /// Wakes every collected waker. A waker that panics does not stop the
-    /// others (every wake-up is still delivered); the first panic's payload
-    /// is returned for the caller to propagate once its own state is
-    /// consistent (O3), and later ones are dropped.
-    pub(crate) fn wake_all(&self) -> Result<(), Payload> {
-        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
-        let mut first = Ok(());
-        for waker in wakers {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                if first.is_ok() {
-                    first = Err(payload);
+    /// Moves every waker into a new list, leaving this one empty.
+    #[inline]
+    pub(crate) fn take(&self) -> WakeList {
+        if self.is_empty() {
+            return WakeList::default();
+        }
+        WakeList {
+            len: Cell::new(self.len.replace(0)),
+            first: Cell::new(self.first.take()),
+            rest: Cell::new(self.rest.take()),
+        }
+    }
+
+    /// Wakes every waker in the list, in the order they were pushed. A
+    /// waker that panics does not stop the others (every wake-up is still
+    /// delivered); the first panic's payload is returned for the caller to
+    /// propagate once its own state is consistent (O3), and later ones are
+    /// dropped.
+    #[inline]
+    pub(crate) fn wake_all(self) -> Result<(), Payload> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.wake_each()
+    }
+
+    /// [`WakeList::wake_all`] for a list that is not empty.
+    fn wake_each(self) -> Result<(), Payload> {
+        self.len.set(0); // emptied below: the `Drop` that follows has nothing to do
+        let first = ManuallyDrop::into_inner(self.first.take());
+        let rest = ManuallyDrop::into_inner(self.rest.take());
+        let mut result = Ok(());
+        for waker in first.into_iter().chain(rest) {
+            if let Err(payload) = wake_caught(waker) {
+                if result.is_ok() {
+                    result = Err(payload);
                 }
             }
         }
-        first
+        result
+    }
+}
+
+impl Drop for WakeList {
+    /// Drops wakers that were never woken (only on a path that unwinds).
+    /// Both parts are taken out first, so that a waker whose drop panics
+    /// does not keep the others from being dropped.
+    #[inline]
+    fn drop(&mut self) {
+        if !self.is_empty() {
+            let _wakers = (
+                ManuallyDrop::into_inner(self.first.take()),
+                ManuallyDrop::into_inner(self.rest.take()),
+            );
+        }
     }
 }
 
@@ -221,5 +285,87 @@ pub(crate) fn drop_caught(waker: Option<Waker>) -> Result<(), Payload> {
     match waker {
         None => Ok(()),
         Some(waker) => panic::catch_unwind(AssertUnwindSafe(|| drop(waker))),
+    }
+}
+
+#[cfg(all(test, not(aqs_loom)))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::task::{Wake, Waker};
+
+    use super::WakeList;
+
+    /// Records its id when woken; panics instead if `panics`.
+    struct Probe {
+        id: usize,
+        panics: bool,
+        log: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            self.log.lock().unwrap().push(self.id);
+            if self.panics {
+                panic!("probe {} panics", self.id);
+            }
+        }
+    }
+
+    fn probe(id: usize, panics: bool, log: &Arc<Mutex<Vec<usize>>>) -> Waker {
+        Waker::from(Arc::new(Probe {
+            id,
+            panics,
+            log: Arc::clone(log),
+        }))
+    }
+
+    #[test]
+    fn wakes_every_waker_in_push_order_and_returns_the_first_panic() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let list = WakeList::default();
+        assert!(list.is_empty());
+        // The first, a middle and the last waker panic.
+        list.push(probe(0, true, &log));
+        assert!(!list.is_empty());
+        list.push(probe(1, false, &log));
+        list.push(probe(2, true, &log));
+        list.push(probe(3, true, &log));
+        let taken = list.take();
+        assert!(list.is_empty(), "take leaves the list empty");
+        let payload = taken.wake_all().expect_err("three wakers panicked");
+        assert_eq!(payload.downcast_ref::<String>().unwrap(), "probe 0 panics");
+        assert_eq!(*log.lock().unwrap(), [0, 1, 2, 3]);
+        assert_eq!(Arc::strong_count(&log), 1, "every woken waker is dropped");
+        // Usable again, and one waker alone wakes.
+        list.push(probe(4, false, &log));
+        assert!(list.take().wake_all().is_ok());
+        assert_eq!(*log.lock().unwrap(), [0, 1, 2, 3, 4]);
+        assert!(list.take().wake_all().is_ok(), "an empty list wakes nobody");
+        assert_eq!(log.lock().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_dropped_list_drops_its_wakers_without_waking_them() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for n in 1..=3 {
+            let list = WakeList::default();
+            for id in 0..n {
+                list.push(probe(id, false, &log));
+            }
+            assert_eq!(Arc::strong_count(&log), 1 + n);
+            drop(list);
+            assert_eq!(Arc::strong_count(&log), 1, "{n} wakers: all dropped");
+            // The same for a list taken out of another and then dropped.
+            let list = WakeList::default();
+            for id in 0..n {
+                list.push(probe(id, false, &log));
+            }
+            let taken = list.take();
+            drop(list);
+            assert_eq!(Arc::strong_count(&log), 1 + n, "taken, not dropped");
+            drop(taken);
+            assert_eq!(Arc::strong_count(&log), 1, "{n} taken wakers: all dropped");
+        }
+        assert!(log.lock().unwrap().is_empty(), "none was woken");
     }
 }

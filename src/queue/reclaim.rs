@@ -565,9 +565,8 @@ impl Guard<'_> {
     pub(crate) fn finish(self) -> Result<(), Payload> {
         #[cfg(feature = "async")]
         {
-            let mut this = self;
-            let wakes = std::mem::take(&mut this.wakes);
-            drop(this); // leaves: the list is empty now
+            let wakes = self.wakes.take();
+            drop(self); // leaves: its own list is empty now
             wakes.wake_all()
         }
         #[cfg(not(feature = "async"))]
@@ -587,7 +586,7 @@ impl Drop for Guard<'_> {
         self.reclaim.leave(self.retired.get());
         #[cfg(feature = "async")]
         if !self.wakes.is_empty() {
-            if let Err(payload) = self.wakes.wake_all() {
+            if let Err(payload) = self.wakes.take().wake_all() {
                 super::propagate(Err(payload));
             }
         }
