@@ -22,7 +22,12 @@
 //!   threads (peers without a blocking path block on their future with
 //!   `futures_executor::block_on`, on threads outside the runtime);
 //! * `cancel`: create a waiting acquire on an empty semaphore, poll it once
-//!   (it queues), drop it: time per dropped waiter.
+//!   (it queues), drop it: time per dropped waiter;
+//! * `round_trip`: one thread holds the only permit, polls a new acquire
+//!   once (it queues), drops its permit and polls the acquire again (it
+//!   takes the permit): time per queued acquisition, with no runtime.
+//!
+//! `AQS_BENCH_WORKERS=N` runs the runtime with N workers instead of 2.
 //!
 //! Run: `CARGO_TARGET_DIR=target/bench cargo bench -p aqs-benchmark --bench async`
 //! (`AQS_BENCH_QUICK=1` for a short run).
@@ -48,6 +53,16 @@ const SAMPLES: usize = 7;
 fn wanted(group: &str, bench: &str, name: &str) -> bool {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     filter.is_none_or(|f| format!("{group}/{bench}/{name}").contains(&f))
+}
+
+/// The runtime's worker threads: 2, or `AQS_BENCH_WORKERS` (1 puts every
+/// task on one thread, so that no queue word moves between cores).
+fn workers() -> usize {
+    std::env::var("AQS_BENCH_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(2)
 }
 
 fn quick() -> bool {
@@ -438,6 +453,47 @@ fn cancel<C: AsyncContender>(out: &mut Vec<Cell>) {
     );
 }
 
+/// Hold the only permit, queue an acquire (one poll), drop the permit (the
+/// release wakes the waiter) and poll the acquire again, which must take
+/// the permit: one queued acquisition's whole path, on one thread with no
+/// runtime and a no-op waker, so that nothing but the semaphore's own code
+/// is timed.
+fn round_trip<C: AsyncContender>(out: &mut Vec<Cell>) {
+    if !wanted("round_trip", "queued_acquire", C::NAME) {
+        return;
+    }
+    let sem = C::new(1);
+    let iters = if quick() { 50_000 } else { 500_000 };
+    let mut held = match poll_once(std::pin::pin!(sem.acquire())) {
+        Poll::Ready(permit) => Some(permit),
+        Poll::Pending => panic!("{}: a free permit was not taken", C::NAME),
+    };
+    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        let (c0, t0) = (process_cpu_time(), Instant::now());
+        for _ in 0..iters {
+            let mut fut = std::pin::pin!(sem.acquire());
+            assert!(poll_once(fut.as_mut()).is_pending());
+            drop(held.take());
+            match poll_once(fut.as_mut()) {
+                Poll::Ready(permit) => held = Some(black_box(permit)),
+                Poll::Pending => panic!("{}: the release did not wake its waiter", C::NAME),
+            }
+        }
+        let (c1, t1) = (process_cpu_time(), Instant::now());
+        rates.push(iters as f64 / (t1 - t0).as_secs_f64());
+        cpus.push((c1 - c0).as_nanos() as f64 / iters as f64);
+    }
+    report(
+        out,
+        "round_trip",
+        "queued_acquire".into(),
+        C::NAME,
+        median(rates),
+        median(cpus),
+    );
+}
+
 macro_rules! each_semaphore {
     ($f:ident($($arg:expr),*)) => {{
         $f::<AqsFair>($($arg),*);
@@ -510,7 +566,7 @@ fn table(cells: &[Cell], group: &str, reference: &str) -> String {
 fn main() {
     // `cargo bench` passes `--bench`; a plain argument filters the cells.
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers())
         .enable_time()
         .build()
         .expect("a runtime");
@@ -532,6 +588,7 @@ fn main() {
     }
     each_semaphore!(mixed_cell(&rt, &mut cells));
     each_semaphore!(cancel(&mut cells));
+    each_semaphore!(round_trip(&mut cells));
 
     // TARGET/release/deps/async-…: the target directory, as the other suites find it.
     let exe = std::env::current_exe().expect("the bench's own path");
@@ -554,9 +611,10 @@ fn main() {
     }
     std::fs::write(dir.join("rust-async.jsonl"), json).unwrap();
     let mut md = format!(
-        "Medians of {SAMPLES} windows of {:?} each ({} mode), tokio multi-threaded runtime with 2 workers. Each cell: k ops/s (× tokio's) · CPU ns per op.\n\n",
+        "Medians of {SAMPLES} windows of {:?} each ({} mode), tokio multi-threaded runtime with {} workers. Each cell: k ops/s (× tokio's) · CPU ns per op.\n\n",
         window(),
-        if quick() { "quick" } else { "full" }
+        if quick() { "quick" } else { "full" },
+        workers()
     );
     for (group, reference) in [
         ("uncontended", "tokio"),
@@ -564,6 +622,7 @@ fn main() {
         ("locks", "tokio Mutex"),
         ("mixed", "tokio"),
         ("cancel", "tokio"),
+        ("round_trip", "tokio"),
     ] {
         md.push_str(&table(&cells, group, reference));
         md.push('\n');
