@@ -262,16 +262,25 @@ impl WakeList {
 
 impl Drop for WakeList {
     /// Drops wakers that were never woken (only on a path that unwinds).
-    /// Both parts are taken out first, so that a waker whose drop panics
-    /// does not keep the others from being dropped.
     #[inline]
     fn drop(&mut self) {
         if !self.is_empty() {
-            let _wakers = (
-                ManuallyDrop::into_inner(self.first.take()),
-                ManuallyDrop::into_inner(self.rest.take()),
-            );
+            self.drop_wakers();
         }
+    }
+}
+
+impl WakeList {
+    /// Drops every waker without waking it. Both parts are taken out
+    /// first, so that a waker whose drop panics does not keep the others
+    /// from being dropped.
+    #[cold]
+    fn drop_wakers(&self) {
+        self.len.set(0);
+        let _wakers = (
+            ManuallyDrop::into_inner(self.first.take()),
+            ManuallyDrop::into_inner(self.rest.take()),
+        );
     }
 }
 
