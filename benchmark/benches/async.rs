@@ -363,6 +363,26 @@ fn report(
     });
 }
 
+/// Times `SAMPLES` windows of `iters` rounds each (`rounds(iters)` runs
+/// them) on this thread, and reports the median rate and CPU time per
+/// round.
+fn sampled(
+    out: &mut Vec<Cell>,
+    (group, bench, name): (&'static str, &str, &'static str),
+    iters: u32,
+    mut rounds: impl FnMut(u32),
+) {
+    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        let (c0, t0) = (process_cpu_time(), Instant::now());
+        rounds(iters);
+        let (c1, t1) = (process_cpu_time(), Instant::now());
+        rates.push(f64::from(iters) / (t1 - t0).as_secs_f64());
+        cpus.push((c1 - c0).as_nanos() as f64 / f64::from(iters));
+    }
+    report(out, group, bench.into(), name, median(rates), median(cpus));
+}
+
 /// One task (the runtime's), acquire + drop in a loop; and aqs's blocking
 /// path on a plain thread.
 fn uncontended<C: AsyncContender>(rt: &tokio::runtime::Runtime, out: &mut Vec<Cell>) {
@@ -371,26 +391,13 @@ fn uncontended<C: AsyncContender>(rt: &tokio::runtime::Runtime, out: &mut Vec<Ce
     }
     let sem = C::new(1);
     let iters = if quick() { 200_000 } else { 2_000_000 };
-    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
-    for _ in 0..SAMPLES {
-        let (c0, t0) = (process_cpu_time(), Instant::now());
+    sampled(out, ("uncontended", "acquire_drop", C::NAME), iters, |n| {
         rt.block_on(async {
-            for _ in 0..iters {
+            for _ in 0..n {
                 black_box(sem.acquire().await);
             }
         });
-        let (c1, t1) = (process_cpu_time(), Instant::now());
-        rates.push(iters as f64 / (t1 - t0).as_secs_f64());
-        cpus.push((c1 - c0).as_nanos() as f64 / iters as f64);
-    }
-    report(
-        out,
-        "uncontended",
-        "acquire_drop".into(),
-        C::NAME,
-        median(rates),
-        median(cpus),
-    );
+    });
 }
 
 fn uncontended_blocking(out: &mut Vec<Cell>) {
@@ -399,23 +406,15 @@ fn uncontended_blocking(out: &mut Vec<Cell>) {
     }
     let sem = aqs::Semaphore::new(1);
     let iters = if quick() { 200_000 } else { 2_000_000 };
-    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
-    for _ in 0..SAMPLES {
-        let (c0, t0) = (process_cpu_time(), Instant::now());
-        for _ in 0..iters {
-            drop(black_box(sem.acquire().unwrap()));
-        }
-        let (c1, t1) = (process_cpu_time(), Instant::now());
-        rates.push(iters as f64 / (t1 - t0).as_secs_f64());
-        cpus.push((c1 - c0).as_nanos() as f64 / iters as f64);
-    }
-    report(
+    sampled(
         out,
-        "uncontended",
-        "acquire_drop".into(),
-        "aqs blocking",
-        median(rates),
-        median(cpus),
+        ("uncontended", "acquire_drop", "aqs blocking"),
+        iters,
+        |n| {
+            for _ in 0..n {
+                drop(black_box(sem.acquire().unwrap()));
+            }
+        },
     );
 }
 
@@ -432,25 +431,12 @@ fn cancel<C: AsyncContender>(out: &mut Vec<Cell>) {
     }
     let sem = C::new(0);
     let iters = if quick() { 50_000 } else { 500_000 };
-    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
-    for _ in 0..SAMPLES {
-        let (c0, t0) = (process_cpu_time(), Instant::now());
-        for _ in 0..iters {
+    sampled(out, ("cancel", "poll_once_drop", C::NAME), iters, |n| {
+        for _ in 0..n {
             let mut fut = std::pin::pin!(sem.acquire());
             assert!(poll_once(fut.as_mut()).is_pending());
         }
-        let (c1, t1) = (process_cpu_time(), Instant::now());
-        rates.push(iters as f64 / (t1 - t0).as_secs_f64());
-        cpus.push((c1 - c0).as_nanos() as f64 / iters as f64);
-    }
-    report(
-        out,
-        "cancel",
-        "poll_once_drop".into(),
-        C::NAME,
-        median(rates),
-        median(cpus),
-    );
+    });
 }
 
 /// Hold the only permit, queue an acquire (one poll), drop the permit (the
@@ -468,10 +454,8 @@ fn round_trip<C: AsyncContender>(out: &mut Vec<Cell>) {
         Poll::Ready(permit) => Some(permit),
         Poll::Pending => panic!("{}: a free permit was not taken", C::NAME),
     };
-    let (mut rates, mut cpus) = (Vec::new(), Vec::new());
-    for _ in 0..SAMPLES {
-        let (c0, t0) = (process_cpu_time(), Instant::now());
-        for _ in 0..iters {
+    sampled(out, ("round_trip", "queued_acquire", C::NAME), iters, |n| {
+        for _ in 0..n {
             let mut fut = std::pin::pin!(sem.acquire());
             assert!(poll_once(fut.as_mut()).is_pending());
             drop(held.take());
@@ -480,18 +464,7 @@ fn round_trip<C: AsyncContender>(out: &mut Vec<Cell>) {
                 Poll::Pending => panic!("{}: the release did not wake its waiter", C::NAME),
             }
         }
-        let (c1, t1) = (process_cpu_time(), Instant::now());
-        rates.push(iters as f64 / (t1 - t0).as_secs_f64());
-        cpus.push((c1 - c0).as_nanos() as f64 / iters as f64);
-    }
-    report(
-        out,
-        "round_trip",
-        "queued_acquire".into(),
-        C::NAME,
-        median(rates),
-        median(cpus),
-    );
+    });
 }
 
 macro_rules! each_semaphore {
