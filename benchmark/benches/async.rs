@@ -1,11 +1,13 @@
 //! Async waiters, side by side in tokio's own multi-threaded runtime (two
-//! worker threads): aqs's `acquire_async`, `lock_async`, `read_async` and
-//! `write_async` against tokio's `Semaphore`, `Mutex` and `RwLock`,
-//! async-lock's `Semaphore`, `Mutex` and `RwLock`, and futures-intrusive's
-//! `Semaphore` (fair).
+//! worker threads, or `AQS_BENCH_WORKERS`): aqs's `acquire_async`,
+//! `lock_async`, `read_async` and `write_async` against tokio's
+//! `Semaphore`, `Mutex` and `RwLock`, async-lock's `Semaphore`, `Mutex` and
+//! `RwLock`, and futures-intrusive's `Semaphore` (fair).
 //!
-//! Every cell runs its tasks for a ramp, then measures `SAMPLES` windows:
-//! the operations completed and the process CPU clock at both ends. It
+//! Every cell with tasks runs them for a ramp, then measures `SAMPLES`
+//! windows: the operations completed and the process CPU clock at both
+//! ends. The one-thread cells (`uncontended`, `cancel`, `round_trip`) time
+//! `SAMPLES` windows of a fixed number of operations instead. The bench
 //! prints the median operations/s and CPU time per operation, with the
 //! ratio to tokio's, and writes the same as JSON lines to
 //! `TARGET/aqs-bench/rust-async.jsonl` and as Markdown tables to
@@ -30,7 +32,8 @@
 //! `AQS_BENCH_WORKERS=N` runs the runtime with N workers instead of 2.
 //!
 //! Run: `CARGO_TARGET_DIR=target/bench cargo bench -p aqs-benchmark --bench async`
-//! (`AQS_BENCH_QUICK=1` for a short run).
+//! (`AQS_BENCH_QUICK=1` for a short run; an argument such as `round_trip`
+//! or `t16_p4_yield` runs only the cells whose name contains it).
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -584,7 +587,7 @@ fn main() {
     }
     std::fs::write(dir.join("rust-async.jsonl"), json).unwrap();
     let mut md = format!(
-        "Medians of {SAMPLES} windows of {:?} each ({} mode), tokio multi-threaded runtime with {} workers. Each cell: k ops/s (× tokio's) · CPU ns per op.\n\n",
+        "Medians of {SAMPLES} windows ({:?} each for the cells with tasks; a fixed count of operations for `uncontended`, `cancel` and `round_trip`), {} mode, tokio multi-threaded runtime with {} workers. Each cell: k ops/s (× tokio's) · CPU ns per op.\n\n",
         window(),
         if quick() { "quick" } else { "full" },
         workers()
