@@ -18,9 +18,16 @@
 //! acquisition, 1.00), the per-thread spread (most acquisitions of one
 //! thread over fewest), and the longest run of one thread's acquisitions
 //! in a row.
+//!
+//! Beside the mutexes runs a reference that is not a product: a ticket lock
+//! whose waiters spin (then yield) on the ticket being served. It is the
+//! cheapest lock that keeps strict FIFO, with no queue and no sleeping, so
+//! its cell at 2 threads bounds what any strictly FIFO lock can do on the
+//! host: each acquisition is a hand-over between CPUs.
 
+use std::cell::UnsafeCell;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::thread;
 use std::time::Duration;
 
@@ -90,6 +97,50 @@ contender!(aqs::Mutex<Owner>, "aqs Mutex");
 contender!(parking_lot::Mutex<Owner>, "parking_lot Mutex");
 contender!(std::sync::Mutex<Owner>, "std Mutex", unwrap);
 
+/// The strict-FIFO reference (not a product): take a ticket, spin until it
+/// is served, yielding the CPU after a short spin so that oversubscribed
+/// cells make progress.
+struct TicketLock {
+    next: AtomicU32,
+    serving: AtomicU32,
+    owner: UnsafeCell<Owner>,
+}
+
+// SAFETY: `owner` is only touched by the thread whose ticket is served,
+// between the Acquire load that saw it served and the Release store that
+// serves the next ticket.
+unsafe impl Sync for TicketLock {}
+
+impl Contender for TicketLock {
+    const NAME: &'static str = "ticket lock (reference)";
+    fn new() -> Self {
+        TicketLock {
+            next: AtomicU32::new(0),
+            serving: AtomicU32::new(0),
+            owner: UnsafeCell::new(Owner::default()),
+        }
+    }
+    fn op(&self, me: usize, x: &mut u64) {
+        let ticket = self.next.fetch_add(1, Relaxed);
+        let mut spins = 0u32;
+        while self.serving.load(Acquire) != ticket {
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                thread::yield_now();
+            }
+        }
+        section(x);
+        // SAFETY: our ticket is served (see `Sync` above).
+        unsafe { (*self.owner.get()).enter(me) };
+        self.serving.store(ticket.wrapping_add(1), Release);
+    }
+    fn into_owner(self) -> Owner {
+        self.owner.into_inner()
+    }
+}
+
 fn cell<L: Contender>(threads: usize, window: Duration) {
     let lock = Padded(L::new());
     let stop = Padded(AtomicBool::new(false));
@@ -147,5 +198,6 @@ fn main() {
         cell::<aqs::Mutex<Owner>>(threads, window);
         cell::<parking_lot::Mutex<Owner>>(threads, window);
         cell::<std::sync::Mutex<Owner>>(threads, window);
+        cell::<TicketLock>(threads, window);
     }
 }
