@@ -8,8 +8,9 @@
 //! # Invariants
 //!
 //! * **M1, the value.** `UNLOCKED` (1) when free, 0 when held. `unlock_fair`
-//!   sets `HANDOFF` (2) beside `UNLOCKED`; every acquire sets the value to 0,
-//!   clearing both.
+//!   sets `HANDOFF` (2) beside `UNLOCKED`, and a fair lock's claimant sets
+//!   `CLAIMED` (4, M4); every acquire sets the value to 0, clearing all
+//!   three.
 //! * **M2, a handed-off lock is the first waiter's.** While `HANDOFF` is set
 //!   and anyone is queued, no arrival takes the lock (`try_lock` included):
 //!   only a queued waiter can, and the first one was woken by the release
@@ -17,18 +18,39 @@
 //! * **M3, only the holder unlocks** (`lock_api`'s contract: `unlock` is
 //!   `unsafe`). Debug builds check that the mutex was locked, before
 //!   changing anything.
+//! * **M4, a claimed turn is the claimant's.** A fair `lock` that finds the
+//!   lock held, nobody queued and no claim sets `CLAIMED` (in one CAS that
+//!   also checks the queue is empty) and spins for the unlock instead of
+//!   queueing. While `CLAIMED` is set no hook grants the lock (arrivals,
+//!   `try_lock` and queued waiters alike), and an unlock does not go
+//!   through the queue (`release_may_admit`), since only the claimant may
+//!   take it. Only the claimant clears the bit: by taking the lock once it
+//!   is free, or, when its spin budget or deadline runs out while the lock
+//!   is still held, by dropping the claim and queueing. Either way the next
+//!   unlock sees no claim and goes through the queue, so no queued waiter
+//!   misses its wake-up. Two threads that take turns thus hand the lock
+//!   over by spinning, in strict arrival order, without sleeping; with
+//!   others queued nobody claims, and the queue serves them in order. An
+//!   arrival that finds the lock free and about to be taken (claimed, or
+//!   for the only queued thread) spins briefly for the take and then
+//!   claims; it is not counted anywhere meanwhile, so a thread that queues
+//!   then goes before it.
 
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
+use crate::park::deadline_passed;
 use crate::queue::{self, Bound, Discipline, Policy, RawSync, TryAcquire};
+use crate::spin::PollSpin;
 
 /// The value of a free mutex (M1).
 pub(crate) const UNLOCKED: u32 = 1;
 /// Set beside `UNLOCKED` by `unlock_fair`: the lock is the first waiter's
 /// (M2).
 const HANDOFF: u32 = 2;
+/// Set by a fair lock's claimant: the next turn is its own (M4).
+const CLAIMED: u32 = 4;
 
 /// The mutex's AQS hooks; `FAIR` is the discipline.
 pub(crate) struct MutexPolicy<const FAIR: bool>;
@@ -36,7 +58,10 @@ pub(crate) struct MutexPolicy<const FAIR: bool>;
 impl<const FAIR: bool> Policy for MutexPolicy<FAIR> {
     #[inline]
     fn try_acquire_exclusive(&self, value: u32, _arg: u32, others_queued: bool) -> Option<u32> {
-        if value & UNLOCKED == 0 || (others_queued && (FAIR || value & HANDOFF != 0)) {
+        // Held, or free but claimed (M4).
+        if value & (UNLOCKED | CLAIMED) != UNLOCKED
+            || (others_queued && (FAIR || value & HANDOFF != 0))
+        {
             return None;
         }
         Some(0)
@@ -53,6 +78,13 @@ impl<const FAIR: bool> Policy for MutexPolicy<FAIR> {
     #[inline]
     fn release_adds(&self) -> bool {
         true
+    }
+
+    /// A lock freed with a claim on it is the claimant's (M4): nobody in
+    /// the queue needs waking.
+    #[inline]
+    fn release_may_admit(&self, value: u32) -> bool {
+        value & CLAIMED == 0
     }
 
     #[inline]
@@ -109,8 +141,80 @@ impl<const FAIR: bool> Lock<FAIR> {
         if self.sync.try_take_idle(UNLOCKED, 0) {
             return;
         }
+        if FAIR && self.claim_turn(None) {
+            return;
+        }
         let locked = self.sync.acquire_exclusive(&MutexPolicy::<FAIR>, 1, None);
         debug_assert!(locked.is_ok(), "a mutex is never closed");
+    }
+
+    /// A fair arrival's wait for a held lock that nobody is queued for
+    /// (M4): claim the next turn, spin until the holder unlocks and take
+    /// it. Returns `false`, holding nothing and claiming nothing, if the
+    /// lock was not held or others were queued or claiming (the caller
+    /// queues as usual), or once the spin budget or `deadline` ran out
+    /// with the lock still held (the claim dropped, the caller queues
+    /// behind whoever queued meanwhile).
+    #[inline(never)]
+    fn claim_turn(&self, deadline: Option<Instant>) -> bool {
+        let spin = PollSpin::new();
+        while self
+            .sync
+            .update_value_unqueued(|value| {
+                (value & (UNLOCKED | CLAIMED) == 0).then_some(value | CLAIMED)
+            })
+            .is_err()
+        {
+            // The lock is free and one thread is about to take it, with
+            // nobody after it: the claimant (nobody queued), or the one
+            // queued thread. Wait for the take, then claim the turn after.
+            let s = self.sync.state();
+            let value = queue::value_of(s);
+            let next_is_taking = value & UNLOCKED != 0
+                && match queue::waiters_of(s) {
+                    0 => value & CLAIMED != 0,
+                    1 => value & CLAIMED == 0,
+                    _ => false,
+                };
+            if !next_is_taking || deadline.is_some_and(deadline_passed) || !spin.spin() {
+                return false;
+            }
+        }
+        let spin = PollSpin::new();
+        loop {
+            // Take the lock once it is free: it is ours (M4).
+            if let Ok(old) = self
+                .sync
+                .fetch_update_value(|value| (value & UNLOCKED != 0).then_some(0))
+            {
+                assert!(
+                    old & CLAIMED != 0,
+                    "aqs: a claimed turn was taken by another"
+                );
+                return true;
+            }
+            if deadline.is_some_and(deadline_passed) || !spin.spin() {
+                break;
+            }
+        }
+        // Out of budget: take the lock if it came free meanwhile, else drop
+        // the claim, in one CAS (M4: with the claim gone, the unlock goes
+        // through the queue).
+        let old = self
+            .sync
+            .fetch_update_value(|value| {
+                Some(if value & UNLOCKED != 0 {
+                    0
+                } else {
+                    value & !CLAIMED
+                })
+            })
+            .unwrap_or_else(|_| unreachable!("the update always succeeds"));
+        assert!(
+            old & CLAIMED != 0,
+            "aqs: a claimed turn was taken by another"
+        );
+        old & UNLOCKED != 0
     }
 
     #[inline]
@@ -121,6 +225,9 @@ impl<const FAIR: bool> Lock<FAIR> {
 
     #[inline]
     pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
+        if self.sync.try_take_idle(UNLOCKED, 0) || (FAIR && self.claim_turn(Some(deadline))) {
+            return true;
+        }
         self.sync
             .acquire_exclusive(&MutexPolicy::<FAIR>, 1, Some(deadline))
             .is_ok()
@@ -331,6 +438,17 @@ raw_mutex!(
     /// as the JDK's `new ReentrantLock(true)` does (whose untimed `tryLock`
     /// does barge). Waiting threads yield briefly before they sleep while
     /// the queue turns over fast, as fair semaphore waiters do.
+    ///
+    /// A thread that finds the lock held and nobody queued does not queue
+    /// at once: it claims the next turn and spins briefly (a few
+    /// microseconds) for the unlock, and no other thread can take the lock
+    /// before it; if the holder keeps the lock longer, it queues. Two
+    /// threads that take turns thus hand the lock over without sleeping. A
+    /// thread that arrives just as another is about to take the free lock
+    /// (a claimant, or the only queued thread) waits for the take and then
+    /// claims the turn after; a thread that queues meanwhile may go first.
+    /// Only threads that have arrived count: a thread that unlocks and
+    /// locks again before another has arrived takes the lock again.
     ///
     /// # Size
     ///

@@ -119,6 +119,50 @@ impl Spin {
     }
 }
 
+/// How many single-pause rounds [`PollSpin`] waits: about as many pauses as
+/// [`Spin`]'s busy-wait rounds add up to.
+#[cfg(not(aqs_loom))]
+const POLL_SPINS: u32 = 128;
+
+/// Bounded spinning that looks again after every pause, for a wait whose
+/// end is one store by a running thread (a fair mutex's claimed turn: the
+/// holder's unlock, M4 in `mutex.rs`). [`Spin`]'s rounds grow to 64 pauses,
+/// so a waiter there can notice the store a round late, which is longer
+/// than the section it waits out. Under loom the budget is zero.
+#[derive(Debug)]
+pub(crate) struct PollSpin {
+    #[cfg(not(aqs_loom))]
+    left: std::cell::Cell<u32>,
+}
+
+impl PollSpin {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        PollSpin {
+            #[cfg(not(aqs_loom))]
+            left: std::cell::Cell::new(POLL_SPINS),
+        }
+    }
+
+    /// Pauses once; returns `false` (without pausing) once the budget is
+    /// spent.
+    #[inline]
+    pub(crate) fn spin(&self) -> bool {
+        #[cfg(not(aqs_loom))]
+        {
+            let left = self.left.get();
+            if left == 0 {
+                return false;
+            }
+            self.left.set(left - 1);
+            std::hint::spin_loop();
+            true
+        }
+        #[cfg(aqs_loom)]
+        false
+    }
+}
+
 /// Yielding instead of parking, for a bounded time from the start of a wait.
 ///
 /// On std the window is a span of wall-clock time that opens at the first

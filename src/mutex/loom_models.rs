@@ -1,7 +1,8 @@
 //! Loom models of the mutex (the core's own models are in
 //! `queue/loom_models.rs`): exclusive mode with three contenders, the
-//! `unlock_fair` hand-off against a barging arrival, and a timed lock that
-//! gives up while an unlock races it. Run with `bash scripts/loom.sh`.
+//! `unlock_fair` hand-off against a barging arrival, a timed lock that
+//! gives up while an unlock races it, and a fair lock's claimed turn (M4)
+//! against a queued waiter and an arrival. Run with `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::thread;
 
-use super::{Lock, HANDOFF, UNLOCKED};
+use super::{Lock, CLAIMED, HANDOFF, UNLOCKED};
 use crate::queue;
 
 /// Runs `f` under loom with at most `bound` preemptions per execution
@@ -47,6 +48,11 @@ fn assert_free<const FAIR: bool>(lock: &Lock<FAIR>) {
         queue::value_of(s) & UNLOCKED,
         UNLOCKED,
         "the lock was left held"
+    );
+    assert_eq!(
+        queue::value_of(s) & CLAIMED,
+        0,
+        "a claim outlived its claimant"
     );
     assert_eq!(queue::waiters_of(s), 0, "a waiter is still counted");
     assert_eq!(
@@ -138,6 +144,88 @@ fn unlock_fair_hands_off_past_a_barger() {
         unsafe { lock.unlock_with(UNLOCKED | HANDOFF) };
         first.join().unwrap();
         barger.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+/// A fair lock's claimed turn (M4): main holds; `a` and `b` lock. Whichever
+/// arrives first while main holds and nobody is queued claims the next turn
+/// (under loom its spin budget is zero: it looks once, then takes the lock
+/// if main has unlocked, or drops the claim and queues); the other queues
+/// behind the claim, or claims after it. main unlocks, possibly between
+/// the claimant's look and its give-up, when the unlock has skipped the
+/// queue for the claim: the give-up must then take the lock, or the queued
+/// waiter sleeps for good (loom's deadlock). Whoever takes a claimed lock
+/// but the claimant trips the claimant's check. Bound 2: one preemption
+/// places the unlock inside the claimant's window, one more lets the other
+/// thread queue and park inside it.
+#[test]
+fn claimed_turn_against_a_queued_waiter_fair() {
+    check(2, || {
+        let lock = Arc::new(Lock::<true>::new());
+        let cell = Arc::new(Guarded(UnsafeCell::new(0)));
+        lock.lock();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
+                thread::spawn(move || {
+                    lock.lock();
+                    cell.enter();
+                    // SAFETY: this thread holds the lock.
+                    unsafe { lock.unlock_with(UNLOCKED) };
+                })
+            })
+            .collect();
+        cell.enter();
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(cell.total(), 3);
+        assert_free(&lock);
+    });
+}
+
+/// A claimed turn against `try_lock` (M4): main holds; `claimant` locks,
+/// and claims when it arrives while main holds (its one look may find the
+/// lock still held, and then it drops the claim and queues); main unlocks
+/// while `arrival` tries once. The arrival may not take a lock freed with
+/// a claim on it: the claimant's check says so. Bound 2, as
+/// `unlock_fair_hands_off_past_a_barger`.
+#[test]
+fn claimed_turn_refuses_an_arrival_fair() {
+    check(2, || {
+        let lock = Arc::new(Lock::<true>::new());
+        lock.lock();
+        let claimant = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                lock.lock();
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        // Unlock only once the claimant claimed or queued (yields cost no
+        // preemption).
+        while queue::value_of(lock.sync.state()) & CLAIMED == 0
+            && queue::waiters_of(lock.sync.state()) == 0
+        {
+            thread::yield_now();
+        }
+        let arrival = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                if lock.try_lock() {
+                    // SAFETY: this thread holds the lock.
+                    unsafe { lock.unlock_with(UNLOCKED) };
+                }
+            })
+        };
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        claimant.join().unwrap();
+        arrival.join().unwrap();
         assert_free(&lock);
     });
 }

@@ -410,6 +410,36 @@ impl RawSync {
         }
     }
 
+    /// [`RawSync::fetch_update_value`] that also refuses while anyone is
+    /// queued or the synchronizer is closed, checked in the same CAS: for a
+    /// change that only an arrival into an empty queue may make (a fair
+    /// mutex's claim on the next turn, M4 in `mutex.rs`). Wakes nobody, so
+    /// `f` must admit nobody. Returns the old value, or `Err(value)` if it
+    /// refused.
+    pub(crate) fn update_value_unqueued(
+        &self,
+        mut f: impl FnMut(u32) -> Option<u32>,
+    ) -> Result<u32, u32> {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let value = if waiters_of(s) > 0 || is_closed(s) {
+                None
+            } else {
+                f(value_of(s))
+            };
+            let Some(value) = value else {
+                return Err(value_of(s));
+            };
+            match self
+                .state
+                .compare_exchange_weak(s, state::with_value(s, value), AcqRel, Relaxed)
+            {
+                Ok(_) => return Ok(value_of(s)),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
     /// Whether FIFO waiters yield before parking (`YIELD_WINDOW`): always,
     /// except in loom models that did not ask for it.
     #[inline]
