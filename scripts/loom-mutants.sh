@@ -43,6 +43,7 @@ dropped='Causality violation|a synchronizer was used after it was dropped'
 unheld='Causality violation|the lock was left held|deadlock; threads ='
 passed='a reader passed a queued writer'
 claim_taken='a claimed turn was taken by another'
+claim_passed='a claimant passed a queued waiter'
 # A node lost: loom's leak report, or the models' check that nothing is left
 # retired once all have left (the lost node is still counted in the backlog).
 leaked='Allocation leaked|retired nodes lingered'
@@ -65,6 +66,7 @@ mutants=(
   "handoff_ignored|mutex::loom_models::unlock_fair_hands_off_past_a_barger|$barged"
   "claim_ignored|mutex::loom_models::claimed_turn_refuses_an_arrival_fair|$claim_taken"
   "claim_dropped_when_free|mutex::loom_models::claimed_turn_against_a_queued_waiter_fair|$deadlock"
+  "claim_past_queue|mutex::loom_models::claim_waits_behind_a_queued_waiter_fair|$claim_passed"
   "claimed_wake_dropped|condvar::loom_models::notify_all_two_waiters|$deadlock"
   "transfer_no_recheck|condvar::loom_models::notify_one_after_unlock_nonfair|$deadlock"
   "timeout_no_reacquire|condvar::loom_models::timed_wait_races_notify|$unheld"

@@ -14,27 +14,34 @@
 //! * **M2, a handed-off lock is the first waiter's.** While `HANDOFF` is set
 //!   and anyone is queued, no arrival takes the lock (`try_lock` included):
 //!   only a queued waiter can, and the first one was woken by the release
-//!   (or is awake). With nobody queued the bit is ignored.
+//!   (or is awake). With nobody queued the bit is ignored. A claim (M4)
+//!   comes first: a lock freed with both bits set is the claimant's, and the
+//!   release wakes nobody.
 //! * **M3, only the holder unlocks** (`lock_api`'s contract: `unlock` is
 //!   `unsafe`). Debug builds check that the mutex was locked, before
 //!   changing anything.
-//! * **M4, a claimed turn is the claimant's.** A fair `lock` that finds the
-//!   lock held, nobody queued and no claim sets `CLAIMED` (in one CAS that
-//!   also checks the queue is empty) and spins for the unlock instead of
-//!   queueing. While `CLAIMED` is set no hook grants the lock (arrivals,
-//!   `try_lock` and queued waiters alike), and an unlock does not go
-//!   through the queue (`release_may_admit`), since only the claimant may
-//!   take it. Only the claimant clears the bit: by taking the lock once it
-//!   is free, or, when its spin budget or deadline runs out while the lock
-//!   is still held, by dropping the claim and queueing. Either way the next
-//!   unlock sees no claim and goes through the queue, so no queued waiter
-//!   misses its wake-up. Two threads that take turns thus hand the lock
-//!   over by spinning, in strict arrival order, without sleeping; with
-//!   others queued nobody claims, and the queue serves them in order. An
-//!   arrival that finds the lock free and about to be taken (claimed, or
-//!   for the only queued thread) spins briefly for the take and then
-//!   claims; it is not counted anywhere meanwhile, so a thread that queues
-//!   then goes before it.
+//! * **M4, a claimed turn is the claimant's.** A fair `lock` (or timed
+//!   lock) that finds the lock held, nobody queued and no claim sets
+//!   `CLAIMED` (in one CAS that also checks the queue is empty) and spins
+//!   for the unlock instead of queueing. While `CLAIMED` is set no hook
+//!   grants the lock (arrivals, `try_lock` and queued waiters alike), and
+//!   an unlock does not go through the queue (`release_may_admit`), since
+//!   only the claimant may take it. Only the claimant clears the bit: by
+//!   taking the lock once it is free, or, when its spin budget or deadline
+//!   runs out while the lock is still held, by dropping the claim (then it
+//!   queues, or a timed lock past its deadline returns). Either way the
+//!   next unlock sees no claim and goes through the queue, so no queued
+//!   waiter misses its wake-up. Two threads that take turns thus hand the
+//!   lock over by spinning, without sleeping; with others queued nobody
+//!   claims, and the queue serves them in order. Order is arrival order
+//!   except in three places, where the thread passed is one that is not
+//!   counted in the queue: a claimant out of budget queues behind threads
+//!   that queued while it spun; between its dropped claim and its count
+//!   in the queue, a new arrival may claim; and an arrival that finds the
+//!   lock free and about to be taken (claimed, or for the only queued
+//!   thread) spins for the take and then claims, so a thread that queues
+//!   meanwhile goes before it. `is_locked` reads a free lock with a claim
+//!   on it as unlocked, though only the claimant can take it.
 
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -440,15 +447,19 @@ raw_mutex!(
     /// the queue turns over fast, as fair semaphore waiters do.
     ///
     /// A thread that finds the lock held and nobody queued does not queue
-    /// at once: it claims the next turn and spins briefly (a few
-    /// microseconds) for the unlock, and no other thread can take the lock
-    /// before it; if the holder keeps the lock longer, it queues. Two
-    /// threads that take turns thus hand the lock over without sleeping. A
-    /// thread that arrives just as another is about to take the free lock
-    /// (a claimant, or the only queued thread) waits for the take and then
-    /// claims the turn after; a thread that queues meanwhile may go first.
-    /// Only threads that have arrived count: a thread that unlocks and
-    /// locks again before another has arrived takes the lock again.
+    /// at once: it claims the next turn and spins briefly (128 pauses, well
+    /// under a microsecond to a few microseconds by CPU) for the unlock,
+    /// and no other thread can take the lock before it. Two threads that
+    /// take turns thus hand the lock over without sleeping. If the holder
+    /// keeps the lock longer, the claimant drops its claim and queues,
+    /// behind any thread that queued while it spun. A thread that arrives
+    /// just as another is about to take the free lock (a claimant, or the
+    /// only queued thread) waits for the take and then claims the turn
+    /// after; a thread that queues meanwhile goes first. Only threads that
+    /// have arrived count: a thread that unlocks and locks again before
+    /// another has arrived takes the lock again. A claimant that the
+    /// scheduler preempts just as the lock comes free leaves it idle until
+    /// it runs again, as the next holder of a ticket lock would.
     ///
     /// # Size
     ///

@@ -128,11 +128,17 @@ const POLL_SPINS: u32 = 128;
 /// end is one store by a running thread (a fair mutex's claimed turn: the
 /// holder's unlock, M4 in `mutex.rs`). [`Spin`]'s rounds grow to 64 pauses,
 /// so a waiter there can notice the store a round late, which is longer
-/// than the section it waits out. Under loom the budget is zero.
+/// than the section it waits out. Under loom the budget is one round, a
+/// yield: a model then explores a waiter that looks twice (the second look
+/// after other threads ran), as well as one that gives up after one look,
+/// as [`YieldWindow`] does.
 #[derive(Debug)]
 pub(crate) struct PollSpin {
     #[cfg(not(aqs_loom))]
     left: std::cell::Cell<u32>,
+    /// Whether the one round of a loom budget is spent.
+    #[cfg(aqs_loom)]
+    spent: std::cell::Cell<bool>,
 }
 
 impl PollSpin {
@@ -141,6 +147,8 @@ impl PollSpin {
         PollSpin {
             #[cfg(not(aqs_loom))]
             left: std::cell::Cell::new(POLL_SPINS),
+            #[cfg(aqs_loom)]
+            spent: std::cell::Cell::new(false),
         }
     }
 
@@ -159,7 +167,13 @@ impl PollSpin {
             true
         }
         #[cfg(aqs_loom)]
-        false
+        {
+            if self.spent.replace(true) {
+                return false;
+            }
+            loom::thread::yield_now();
+            true
+        }
     }
 }
 

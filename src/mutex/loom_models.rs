@@ -2,7 +2,7 @@
 //! `queue/loom_models.rs`): exclusive mode with three contenders, the
 //! `unlock_fair` hand-off against a barging arrival, a timed lock that
 //! gives up while an unlock races it, and a fair lock's claimed turn (M4)
-//! against a queued waiter and an arrival. Run with `bash scripts/loom.sh`.
+//! against a queued waiter and an arrival, and never past a queued waiter. Run with `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -226,6 +226,49 @@ fn claimed_turn_refuses_an_arrival_fair() {
         unsafe { lock.unlock_with(UNLOCKED) };
         claimant.join().unwrap();
         arrival.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
+/// No claim past a queued waiter (M4): main holds; `first` queues; then
+/// `second` locks. With `first` counted, `second` may not claim (the claim's
+/// CAS checks the queue is empty), so it queues behind `first` and gets the
+/// lock only after it. Bound 2: one preemption places main's unlock
+/// before or inside `second`'s arrival, one more between `first`'s wake-up
+/// and its take.
+#[test]
+fn claim_waits_behind_a_queued_waiter_fair() {
+    check(2, || {
+        let lock = Arc::new(Lock::<true>::new());
+        let first_had_it = Arc::new(AtomicBool::new(false));
+        lock.lock();
+        let first = {
+            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
+            thread::spawn(move || {
+                lock.lock();
+                had.store(true, SeqCst);
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        // Let `second` arrive only once `first` is counted (yields cost no
+        // preemption).
+        while queue::waiters_of(lock.sync.state()) == 0 {
+            thread::yield_now();
+        }
+        let second = {
+            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
+            thread::spawn(move || {
+                lock.lock();
+                assert!(had.load(SeqCst), "a claimant passed a queued waiter");
+                // SAFETY: this thread holds the lock.
+                unsafe { lock.unlock_with(UNLOCKED) };
+            })
+        };
+        // SAFETY: main holds the lock.
+        unsafe { lock.unlock_with(UNLOCKED) };
+        first.join().unwrap();
+        second.join().unwrap();
         assert_free(&lock);
     });
 }

@@ -362,15 +362,25 @@ impl RawSync {
     /// the second parks behind a first that is still waking, and every
     /// permit costs a full wake-up. Only the second in line spins, and only
     /// while the value waits, so with more threads than CPUs it rarely
-    /// happens and takes no CPU from the waiter being woken.
-    fn first_is_waking(&self, pred: &Node) -> bool {
+    /// happens and takes no CPU from the waiter being woken. "The value is
+    /// there" is the hook's answer for the first waiter, not a count: a
+    /// policy's value may carry bits that keep a waiter out (a fair mutex's
+    /// claim on a held lock, M4 in `mutex.rs`).
+    fn first_is_waking<P: Policy + ?Sized>(&self, policy: &P, pred: &Node) -> bool {
         let h = pred.prev.load(Acquire);
         // A cancelled predecessor is for `should_park_after_failed_acquire`
         // to skip, not to wait on.
         !h.is_null()
             && h == self.head.load(Acquire)
             && pred.status.load(Acquire) != CANCELLED
-            && value_of(self.state.load(Acquire)) >= pred.need
+            && try_acquire(
+                policy,
+                pred.mode,
+                value_of(self.state.load(Acquire)),
+                pred.need,
+                false,
+            )
+            .is_some()
     }
 
     /// The total need of the live waiters in front of `me` (our own node),
@@ -497,7 +507,7 @@ impl Waiter<'_> {
                 sync.cancel_acquire(self.node, guard);
                 return Step::TimedOut;
             }
-            if self.wants_spin(first, pred, discipline, guard) {
+            if self.wants_spin(policy, first, pred, discipline, guard) {
                 return Step::Spin;
             }
             if !sync.should_park_after_failed_acquire(pred, self.node, &mut self.armed_pred, guard)
@@ -527,8 +537,9 @@ impl Waiter<'_> {
     /// to wake, not for value. A FIFO waiter second in line, behind a first
     /// waiter whose value is free, spins through that waiter's wake-up for
     /// up to `SECOND_IN_LINE_RENEWALS` more budgets.
-    fn wants_spin(
+    fn wants_spin<P: Policy + ?Sized>(
         &mut self,
+        policy: &P,
         first: bool,
         pred: *mut Node,
         d: Discipline,
@@ -548,7 +559,7 @@ impl Waiter<'_> {
         if d.spins_second_in_line()
             && self.spin.can_spin(self.renewals)
             // SAFETY: N1: our predecessor.
-            && self.sync.first_is_waking(unsafe { guard.node(pred) })
+            && self.sync.first_is_waking(policy, unsafe { guard.node(pred) })
         {
             self.spun_second = true;
             self.spin_second = true;
