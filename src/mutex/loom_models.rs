@@ -69,9 +69,18 @@ fn assert_free<const FAIR: bool>(lock: &Lock<FAIR>) {
 /// behind the holder, a second places the unlock between a waiter's failed
 /// hook and its park.
 fn three_contenders<const FAIR: bool>() {
-    check(2, || {
+    contenders::<FAIR>(false);
+}
+
+/// Two spawned threads and main lock, touch the guarded cell and unlock;
+/// with `main_first`, main takes the lock before it spawns them.
+fn contenders<const FAIR: bool>(main_first: bool) {
+    check(2, move || {
         let lock = Arc::new(Lock::<FAIR>::new());
         let cell = Arc::new(Guarded(UnsafeCell::new(0)));
+        if main_first {
+            lock.lock();
+        }
         let threads: Vec<_> = (0..2)
             .map(|_| {
                 let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
@@ -83,7 +92,9 @@ fn three_contenders<const FAIR: bool>() {
                 })
             })
             .collect();
-        lock.lock();
+        if !main_first {
+            lock.lock();
+        }
         cell.enter();
         // SAFETY: main holds the lock.
         unsafe { lock.unlock_with(UNLOCKED) };
@@ -105,6 +116,28 @@ fn exclusive_three_contenders_fair() {
     three_contenders::<true>();
 }
 
+/// Spawns `first`, which locks, records in `had` that it held the lock and
+/// unlocks, and returns once it is counted as queued behind main's hold
+/// (the yields cost no preemption).
+fn queue_first<const FAIR: bool>(
+    lock: &Arc<Lock<FAIR>>,
+    had: &Arc<AtomicBool>,
+) -> thread::JoinHandle<()> {
+    let first = {
+        let (lock, had) = (Arc::clone(lock), Arc::clone(had));
+        thread::spawn(move || {
+            lock.lock();
+            had.store(true, SeqCst);
+            // SAFETY: this thread holds the lock.
+            unsafe { lock.unlock_with(UNLOCKED) };
+        })
+    };
+    while queue::waiters_of(lock.sync.state()) == 0 {
+        thread::yield_now();
+    }
+    first
+}
+
 /// `unlock_fair` on the barging mutex: main holds, `first` queues, main
 /// unlocks fairly while `barger` tries once to take the lock. The barger
 /// may only get it after `first` has had it: the hand-off keeps arrivals
@@ -117,19 +150,8 @@ fn unlock_fair_hands_off_past_a_barger() {
         let lock = Arc::new(Lock::<false>::new());
         let first_had_it = Arc::new(AtomicBool::new(false));
         lock.lock();
-        let first = {
-            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
-            thread::spawn(move || {
-                lock.lock();
-                had.store(true, SeqCst);
-                // SAFETY: this thread holds the lock.
-                unsafe { lock.unlock_with(UNLOCKED) };
-            })
-        };
-        // Unlock only once `first` is counted (yields cost no preemption).
-        while queue::waiters_of(lock.sync.state()) == 0 {
-            thread::yield_now();
-        }
+        // Unlock only once `first` is counted.
+        let first = queue_first(&lock, &first_had_it);
         let barger = {
             let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
             thread::spawn(move || {
@@ -161,30 +183,7 @@ fn unlock_fair_hands_off_past_a_barger() {
 /// thread queue and park inside it.
 #[test]
 fn claimed_turn_against_a_queued_waiter_fair() {
-    check(2, || {
-        let lock = Arc::new(Lock::<true>::new());
-        let cell = Arc::new(Guarded(UnsafeCell::new(0)));
-        lock.lock();
-        let threads: Vec<_> = (0..2)
-            .map(|_| {
-                let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
-                thread::spawn(move || {
-                    lock.lock();
-                    cell.enter();
-                    // SAFETY: this thread holds the lock.
-                    unsafe { lock.unlock_with(UNLOCKED) };
-                })
-            })
-            .collect();
-        cell.enter();
-        // SAFETY: main holds the lock.
-        unsafe { lock.unlock_with(UNLOCKED) };
-        for t in threads {
-            t.join().unwrap();
-        }
-        assert_eq!(cell.total(), 3);
-        assert_free(&lock);
-    });
+    contenders::<true>(true);
 }
 
 /// A claimed turn against `try_lock` (M4): main holds; `claimant` locks,
@@ -242,20 +241,8 @@ fn claim_waits_behind_a_queued_waiter_fair() {
         let lock = Arc::new(Lock::<true>::new());
         let first_had_it = Arc::new(AtomicBool::new(false));
         lock.lock();
-        let first = {
-            let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
-            thread::spawn(move || {
-                lock.lock();
-                had.store(true, SeqCst);
-                // SAFETY: this thread holds the lock.
-                unsafe { lock.unlock_with(UNLOCKED) };
-            })
-        };
-        // Let `second` arrive only once `first` is counted (yields cost no
-        // preemption).
-        while queue::waiters_of(lock.sync.state()) == 0 {
-            thread::yield_now();
-        }
+        // Let `second` arrive only once `first` is counted.
+        let first = queue_first(&lock, &first_had_it);
         let second = {
             let (lock, had) = (Arc::clone(&lock), Arc::clone(&first_had_it));
             thread::spawn(move || {

@@ -391,23 +391,8 @@ impl RawSync {
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;
     /// for changes that only ever take from the value. Returns the old value,
     /// or `Err(value)` if `f` returned `None`.
-    pub(crate) fn fetch_update_value(
-        &self,
-        mut f: impl FnMut(u32) -> Option<u32>,
-    ) -> Result<u32, u32> {
-        let mut s = self.state.load(Relaxed);
-        loop {
-            let Some(value) = f(value_of(s)) else {
-                return Err(value_of(s));
-            };
-            match self
-                .state
-                .compare_exchange_weak(s, state::with_value(s, value), AcqRel, Relaxed)
-            {
-                Ok(_) => return Ok(value_of(s)),
-                Err(actual) => s = actual,
-            }
-        }
+    pub(crate) fn fetch_update_value(&self, f: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
+        self.update_value(|_| false, f)
     }
 
     /// [`RawSync::fetch_update_value`] that also refuses while anyone is
@@ -418,15 +403,21 @@ impl RawSync {
     /// refused.
     pub(crate) fn update_value_unqueued(
         &self,
+        f: impl FnMut(u32) -> Option<u32>,
+    ) -> Result<u32, u32> {
+        self.update_value(|s| waiters_of(s) > 0 || is_closed(s), f)
+    }
+
+    /// The CAS loop of both: `refuses` looks at the whole word first.
+    #[inline]
+    fn update_value(
+        &self,
+        refuses: impl Fn(u64) -> bool,
         mut f: impl FnMut(u32) -> Option<u32>,
     ) -> Result<u32, u32> {
         let mut s = self.state.load(Relaxed);
         loop {
-            let value = if waiters_of(s) > 0 || is_closed(s) {
-                None
-            } else {
-                f(value_of(s))
-            };
+            let value = if refuses(s) { None } else { f(value_of(s)) };
             let Some(value) = value else {
                 return Err(value_of(s));
             };
