@@ -88,6 +88,10 @@ mutants=(
   "skip_no_redirect|queue::loom_models::release_after_a_cancelled_node_is_freed|$freed"
   "tail_unlink_no_clear|queue::loom_models::release_after_a_cancelled_node_is_freed|$freed"
   "reader_first_look|rwlock::loom_models::arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair|$passed"
+  "look_wake_no_bump|rwlock::loom_models::arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair|$passed"
+  "look_link_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair|$passed"
+  "look_cancel_no_bump|rwlock::loom_models::arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair|$passed"
+  "look_head_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_behind_a_new_head_nonfair|$passed"
 )
 
 # Every patch file has a row above, and every row a patch file.

@@ -67,8 +67,8 @@ impl Policy for LatchPolicy {
 ///
 /// # Size
 ///
-/// 56 bytes: one core (the count, the waiter count, the queue's head and
-/// tail, node reclamation and waiting statistics).
+/// 64 bytes: one core (the count, the waiter count, the queue's head and
+/// tail, node reclamation, waiting statistics and the read look's cache).
 ///
 /// # Examples
 ///

@@ -409,10 +409,12 @@ raw_mutex!(
     ///
     /// # Size
     ///
-    /// 56 bytes, one [`RawSync`](crate) core: the state word (the lock bit,
-    /// the waiter count and the queue's flags), the queue's head and tail,
-    /// three words of node reclamation (a reader count with the backlog, a
-    /// retired list and a spare batch) and one word of waiting statistics.
+    /// 64 bytes (one cache line), one [`RawSync`](crate) core: the state
+    /// word (the lock bit, the waiter count and the queue's flags), the
+    /// queue's head and tail, three words of node reclamation (a reader count
+    /// with the backlog, a retired list and a spare batch), half a word of
+    /// waiting statistics, and the cache of a read-write lock's look at the
+    /// queue (a word, unused here, and a flag).
     /// `parking_lot`'s is 1 byte; the JDK's `ReentrantLock` is an object
     /// with the same head, tail and state.
     ///
@@ -463,7 +465,7 @@ raw_mutex!(
     ///
     /// # Size
     ///
-    /// 56 bytes, as [`RawMutex`].
+    /// 64 bytes, as [`RawMutex`].
     ///
     /// # Examples
     ///

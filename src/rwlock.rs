@@ -150,17 +150,20 @@ pub(crate) struct RwCore<const FAIR: bool> {
 }
 
 impl<const FAIR: bool> RwCore<FAIR> {
+    /// A free lock. A nonfair one's reads look for a queued writer, so it
+    /// keeps the look's version (V3 in `queue/look.rs`).
     #[cfg(not(aqs_loom))]
     const fn new() -> Self {
         RwCore {
-            sync: RawSync::new(FREE),
+            sync: RawSync::with_look(FREE, !FAIR),
         }
     }
 
+    /// A free lock (loom's atomics have no `const fn new`).
     #[cfg(aqs_loom)]
     pub(crate) fn new() -> Self {
         RwCore {
-            sync: RawSync::new(FREE),
+            sync: RawSync::with_look(FREE, !FAIR),
         }
     }
 
@@ -168,7 +171,7 @@ impl<const FAIR: bool> RwCore<FAIR> {
     #[cfg(all(test, not(aqs_loom)))]
     pub(crate) const fn with_readers(readers: u32) -> Self {
         RwCore {
-            sync: RawSync::new(FREE - readers),
+            sync: RawSync::with_look(FREE - readers, !FAIR),
         }
     }
 
@@ -559,7 +562,7 @@ raw_rwlock!(
     ///
     /// # Size
     ///
-    /// 56 bytes, one core, as [`RawMutex`](crate::RawMutex).
+    /// 64 bytes, one core, as [`RawMutex`](crate::RawMutex).
     ///
     /// # Examples
     ///

@@ -11,7 +11,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 #[cfg(not(aqs_loom))]
-use crate::loom::{AtomicU64, Ordering::Relaxed};
+use crate::loom::{AtomicU32, Ordering::Relaxed};
 
 /// How many extra spin budgets a strict FIFO waiter second in line may use
 /// while its predecessor, the first waiter, wakes with its value already
@@ -276,9 +276,10 @@ impl YieldWindow {
 /// reads as fast (the models choose their yields themselves).
 #[derive(Debug)]
 pub(crate) struct Pace {
-    /// The running average, in ns per turn.
+    /// The running average, in ns per turn (at most `MAX_TURN`, so 32 bits
+    /// hold it; four bytes keep `RawSync` within a cache line).
     #[cfg(not(aqs_loom))]
-    turn: AtomicU64,
+    turn: AtomicU32,
 }
 
 impl Pace {
@@ -286,7 +287,7 @@ impl Pace {
     #[cfg(not(aqs_loom))]
     pub(crate) const fn new() -> Self {
         Pace {
-            turn: AtomicU64::new(0),
+            turn: AtomicU32::new(0),
         }
     }
 
@@ -302,7 +303,7 @@ impl Pace {
     pub(crate) fn turned(&self, waited: Duration, turns: u32) {
         #[cfg(not(aqs_loom))]
         {
-            let per_turn = (waited / turns.max(1)).min(MAX_TURN).as_nanos() as u64;
+            let per_turn = (waited / turns.max(1)).min(MAX_TURN).as_nanos() as u32;
             let turn = self.turn.load(Relaxed);
             // A running average over about four waits.
             self.turn.store(turn - turn / 4 + per_turn / 4, Relaxed);
@@ -316,7 +317,7 @@ impl Pace {
     pub(crate) fn is_fast(&self) -> bool {
         #[cfg(not(aqs_loom))]
         {
-            self.turn.load(Relaxed) < FAST_TURN.as_nanos() as u64
+            self.turn.load(Relaxed) < FAST_TURN.as_nanos() as u32
         }
         #[cfg(aqs_loom)]
         true

@@ -112,7 +112,7 @@ fn timed_waiters_mixed_with_a_count_down_lose_nothing() {
 fn size_debug_and_static() {
     static READY: CountDownLatch = CountDownLatch::new(0);
     READY.wait();
-    assert_eq!(std::mem::size_of::<CountDownLatch>(), 56);
+    assert_eq!(std::mem::size_of::<CountDownLatch>(), 64);
     assert_eq!(
         format!("{:?}", CountDownLatch::new(3)),
         "CountDownLatch { count: 3, queued: 0 }"

@@ -284,8 +284,8 @@ fn raw_types_are_56_bytes_send_and_sync() {
     send_sync::<RawFairMutex>();
     send_sync::<Mutex<u8>>();
     send_sync::<FairMutex<u8>>();
-    assert_eq!(std::mem::size_of::<RawMutex>(), 56);
-    assert_eq!(std::mem::size_of::<RawFairMutex>(), 56);
+    assert_eq!(std::mem::size_of::<RawMutex>(), 64);
+    assert_eq!(std::mem::size_of::<RawFairMutex>(), 64);
 }
 
 #[test]

@@ -491,8 +491,8 @@ fn statics_raw_sizes_and_debug() {
     static CONFIG: RwLock<u32> = RwLock::new(1);
     static FAIR: FairRwLock<u32> = FairRwLock::new(2);
     assert_eq!(*CONFIG.read() + *FAIR.read(), 3);
-    assert_eq!(std::mem::size_of::<RawRwLock>(), 56);
-    assert_eq!(std::mem::size_of::<RawFairRwLock>(), 56);
+    assert_eq!(std::mem::size_of::<RawRwLock>(), 64);
+    assert_eq!(std::mem::size_of::<RawFairRwLock>(), 64);
     fn send_sync<T: Send + Sync>() {}
     send_sync::<RawRwLock>();
     send_sync::<aqs::RwLockWriteGuard<'static, u32>>();

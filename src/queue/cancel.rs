@@ -6,7 +6,6 @@ use std::ptr;
 
 use super::node::{Node, CANCELLED, SIGNAL};
 use super::reclaim::Guard;
-use super::release::wake;
 use super::state::{is_closed, waiters_of, CLOSED, ONE_WAITER};
 use super::RawSync;
 use crate::loom::Ordering::*;
@@ -37,7 +36,7 @@ impl RawSync {
                 break; // the head: nobody waits on it
             }
             if node.status.load(Acquire) != CANCELLED {
-                wake(node, t, &guard);
+                self.wake(node, t, &guard);
             }
             t = prev;
         }
@@ -62,6 +61,8 @@ impl RawSync {
         // From here on our successor may skip and retire us (R2); we stay
         // inside our guard, so the memory stays valid while we finish.
         me.status.swap(CANCELLED, AcqRel);
+        // V1: a read arrival's look now passes us.
+        self.queue_changed();
         if self
             .tail
             .compare_exchange(node, pred, AcqRel, Acquire)

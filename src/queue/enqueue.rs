@@ -99,6 +99,11 @@ impl RawSync {
             if self.tail.compare_exchange(t, node, AcqRel, Acquire).is_ok() {
                 // SAFETY: R5: `t` was loaded from `tail` inside the guard.
                 unsafe { guard.node(t) }.next.store(node, Release);
+                // V1: a writer behind readers that were woken turns a read
+                // arrival's look from no into yes; before our count (Q1).
+                if me.mode == Mode::Exclusive {
+                    self.queue_changed();
+                }
                 return;
             }
         }

@@ -6,9 +6,10 @@
 //! The core is split by concern: `state` (the word), `policy` (hooks and
 //! discipline), `node` and `reclaim` (queue nodes and when they are freed),
 //! `acquire` (arrival, enqueue and the one resumable acquire step),
-//! `release` (release, propagation and wake-ups) and `cancel` (leaving the
-//! queue). It uses the shims beside it (`loom`, `park`, `spin`) and nothing
-//! else of the crate.
+//! `release` (release, propagation and wake-ups), `cancel` (leaving the
+//! queue) and `look` (a read arrival's look for a queued writer, and the
+//! cache of its answer). It uses the shims beside it (`loom`, `park`,
+//! `spin`) and nothing else of the crate.
 //!
 //! # Implementation
 //!
@@ -159,6 +160,13 @@
 //!   first. A thread that is unwinding already drops the panic (a second
 //!   one would abort), and its call completes as if none had happened.
 //!
+//! *The look's cache* (`look.rs` states them)
+//!
+//! * **V1 to V3.** A change to the queue that could turn a read arrival's
+//!   look from no into yes bumps a version after it; an answer is cached
+//!   only for the version its walk began under; only a synchronizer whose
+//!   reads look keeps a version.
+//!
 //! *The armed bit*
 //!
 //! * **A1.** Barging policies only; FIFO ones never set, clear or read it. A
@@ -263,6 +271,7 @@ mod acquire;
 mod arrive;
 mod cancel;
 mod enqueue;
+mod look;
 // The loom build's only users of condition queues are its models.
 #[cfg_attr(all(aqs_loom, not(test)), allow(dead_code))]
 mod condition;
@@ -293,6 +302,7 @@ pub(crate) use policy::Mode;
 pub(crate) use policy::{Acquired, Discipline, Policy};
 pub(crate) use state::{is_closed, value_of, waiters_of};
 
+use look::Look;
 use node::Node;
 use reclaim::Reclaim;
 
@@ -318,6 +328,12 @@ pub(crate) struct RawSync {
     reclaim: Reclaim,
     /// How fast waiters acquire, one after another: whether yielding pays.
     pace: Pace,
+    /// The cached answer of a read arrival's look at the queue, and its
+    /// version (V1, V2 in `look.rs`).
+    look: Look,
+    /// Whether the version is kept: set at construction, for a synchronizer
+    /// whose read arrivals look (V3).
+    looks: bool,
     /// loom only: set where a real program would drop the synchronizer
     /// (`loom_drop`); read by code that must be done with it by then
     /// (`loom_check_alive`), so a use that could follow the drop is a loom
@@ -342,24 +358,42 @@ impl RawSync {
     /// A synchronizer holding `value`, with an empty (not yet allocated) queue.
     #[cfg(not(aqs_loom))]
     pub(crate) const fn new(value: u32) -> Self {
-        RawSync {
-            state: AtomicU64::new(state::initial(value)),
-            head: AtomicPtr::new(ptr::null_mut()),
-            tail: AtomicPtr::new(ptr::null_mut()),
-            reclaim: Reclaim::new(),
-            pace: Pace::new(),
-        }
+        Self::with_look(value, false)
     }
 
     /// A synchronizer holding `value` (loom's atomics have no `const fn new`).
     #[cfg(aqs_loom)]
     pub(crate) fn new(value: u32) -> Self {
+        Self::with_look(value, false)
+    }
+
+    /// A synchronizer holding `value`, keeping the version of the look at
+    /// the queue if `looks` (V3): for a policy that answers
+    /// [`Policy::shared_arrivals_defer_to_exclusive`] with true.
+    #[cfg(not(aqs_loom))]
+    pub(crate) const fn with_look(value: u32, looks: bool) -> Self {
         RawSync {
             state: AtomicU64::new(state::initial(value)),
             head: AtomicPtr::new(ptr::null_mut()),
             tail: AtomicPtr::new(ptr::null_mut()),
             reclaim: Reclaim::new(),
             pace: Pace::new(),
+            look: Look::new(),
+            looks,
+        }
+    }
+
+    /// As above, for loom.
+    #[cfg(aqs_loom)]
+    pub(crate) fn with_look(value: u32, looks: bool) -> Self {
+        RawSync {
+            state: AtomicU64::new(state::initial(value)),
+            head: AtomicPtr::new(ptr::null_mut()),
+            tail: AtomicPtr::new(ptr::null_mut()),
+            reclaim: Reclaim::new(),
+            pace: Pace::new(),
+            look: Look::new(),
+            looks,
             dropped: crate::loom::UnsafeCell::new(false),
             loom_yields: false,
         }

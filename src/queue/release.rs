@@ -120,6 +120,11 @@ impl RawSync {
         // SAFETY: N1: our own node, and our predecessor.
         let (me, old) = unsafe { (guard.node(node), guard.node(pred)) };
         self.head.store(node, Release);
+        // V1: a read arrival's look no longer stops at us (we may have
+        // acquired without a wake-up pending).
+        if me.mode == Mode::Shared {
+            self.queue_changed();
+        }
         me.prev.store(ptr::null_mut(), Release);
         // P3: take over the old head's status with an RMW that marks it
         // PASSED. A releaser whose RMW on it came first is read here (its
@@ -366,7 +371,7 @@ impl RawSync {
                             None => return,
                         }
                     }
-                    wake(node, n, guard);
+                    self.wake(node, n, guard);
                 }
             }
             n = node.next.load(Acquire);
@@ -401,46 +406,51 @@ impl RawSync {
         }
         if !s.is_null() {
             // SAFETY: R5: as above.
-            wake(unsafe { guard.node(s) }, s, guard);
+            self.wake(unsafe { guard.node(s) }, s, guard);
         }
         s
     }
-}
 
-/// Sets `node`'s wake flag and unparks its owner (`ptr` is its address, the
-/// park key); a task's waker is taken and left in `guard`, to be woken once
-/// the guard has left (O1).
-///
-/// An RMW, not a store: the owner consumes the flag with `swap(0)`, and a
-/// plain store of ours is not ordered against that earlier swap, so the
-/// model lets the swap come after our store in the flag's modification order
-/// (reading our indistinguishable 1) and the owner's next `validate` read its
-/// own 0: a lost wake-up. With two RMWs, either the owner's swap reads our 1
-/// and synchronizes with everything we did before waking it, or our swap
-/// comes later and `validate`, which runs after our `unpark_one` under the
-/// same lock (K2), must see it.
-pub(super) fn wake(node: &Node, ptr: *mut Node, guard: &Guard<'_>) {
-    if node.wake.swap(1, Release) != 0 {
-        // Already pending: the waker whose swap set it calls `unpark_one`
-        // (or already has), and the owner, whose consuming swap comes after
-        // ours in the flag's order, synchronizes with us too.
-        return;
-    }
-    #[cfg(feature = "async")]
-    if let Some(task) = &node.task {
-        // F2, AW2: the waker is ours to wake now; O1: not here.
-        if let Some(waker) = task.take() {
-            guard.defer_wake(waker);
+    /// Sets `node`'s wake flag and unparks its owner (`ptr` is its address, the
+    /// park key); a task's waker is taken and left in `guard`, to be woken once
+    /// the guard has left (O1).
+    ///
+    /// An RMW, not a store: the owner consumes the flag with `swap(0)`, and a
+    /// plain store of ours is not ordered against that earlier swap, so the
+    /// model lets the swap come after our store in the flag's modification order
+    /// (reading our indistinguishable 1) and the owner's next `validate` read its
+    /// own 0: a lost wake-up. With two RMWs, either the owner's swap reads our 1
+    /// and synchronizes with everything we did before waking it, or our swap
+    /// comes later and `validate`, which runs after our `unpark_one` under the
+    /// same lock (K2), must see it.
+    pub(super) fn wake(&self, node: &Node, ptr: *mut Node, guard: &Guard<'_>) {
+        if node.wake.swap(1, Release) != 0 {
+            // Already pending: the waker whose swap set it calls `unpark_one`
+            // (or already has), and the owner, whose consuming swap comes after
+            // ours in the flag's order, synchronizes with us too.
+            return;
         }
-        return;
+        // V1: a read arrival's look now passes this reader.
+        if node.mode == Mode::Shared {
+            self.queue_changed();
+        }
+        #[cfg(feature = "async")]
+        if let Some(task) = &node.task {
+            // F2, AW2: the waker is ours to wake now; O1: not here.
+            if let Some(waker) = task.take() {
+                guard.defer_wake(waker);
+            }
+            return;
+        }
+        #[cfg(not(feature = "async"))]
+        let _ = guard;
+        unpark_one(ptr as usize);
     }
-    #[cfg(not(feature = "async"))]
-    let _ = guard;
-    unpark_one(ptr as usize);
 }
 
-/// As [`wake`], for a thread's node (no waker slot), outside any guard: a
-/// condition waiter that a notifier transferred.
+/// As [`RawSync::wake`], for a thread's node (no waker slot), outside any
+/// guard: a condition waiter that a notifier transferred. It is exclusive, so
+/// its wake-up changes no read arrival's look (V1).
 pub(super) fn wake_thread(node: &Node, ptr: *mut Node) {
     #[cfg(feature = "async")]
     debug_assert!(node.task.is_none(), "a condition waiter is a thread");

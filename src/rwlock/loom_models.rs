@@ -1,9 +1,10 @@
 //! Loom models of the read-write locks: both of the queue's modes in one
 //! queue. A writer against readers; a batch of readers queued behind a
 //! writer, woken together by its unlock; a downgrade while readers queue; a
-//! timed write that gives up during a hand-off; and a reader arriving while
-//! a writer waits, first or behind a woken reader. Run with
-//! `bash scripts/loom.sh`.
+//! timed write that gives up during a hand-off; a reader arriving while
+//! a writer waits, first or behind a woken reader; and the cache of that
+//! arrival's look at the queue, against each change that must end it (V1 in
+//! `queue/look.rs`). Run with `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +51,61 @@ fn until_queued<const FAIR: bool>(lock: &RwCore<FAIR>, n: u32) {
     while queue::waiters_of(lock.sync.state()) < n {
         thread::yield_now();
     }
+}
+
+/// Spawns a thread that takes the write lock once, untimed, and unlocks.
+fn spawn_writer<const FAIR: bool>(lock: &Arc<RwCore<FAIR>>) -> thread::JoinHandle<()> {
+    let lock = Arc::clone(lock);
+    thread::spawn(move || {
+        assert!(lock.write(None));
+        // SAFETY: this thread holds the write lock.
+        unsafe { lock.unlock_write(false) };
+    })
+}
+
+#[cfg(feature = "async")]
+impl<'a> Read<'a> {
+    /// A nonfair read queued on `lock`: polled once, it must wait.
+    fn queued(lock: &'a RwCore<false>) -> Self {
+        let mut read = Read(queue::QueuedAcquire::new(
+            &lock.sync,
+            queue::Mode::Shared,
+            1,
+        ));
+        assert!(read.poll_once().is_pending(), "a queued read got in");
+        read
+    }
+
+    /// Polls once, with a waker that does nothing.
+    fn poll_once(&mut self) -> std::task::Poll<bool> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        std::future::Future::poll(std::pin::Pin::new(self), &mut cx)
+    }
+}
+
+/// The end of the look's models: a writer waits behind `first`, a woken
+/// reader that has not run yet, and main holds `held` reads of its own. An
+/// arriving read must defer to the writer; then `first` gets in, main
+/// unlocks every read, and the writer follows.
+#[cfg(feature = "async")]
+fn defer_then_drain(
+    lock: &RwCore<false>,
+    mut first: Read<'_>,
+    held: usize,
+    writer: thread::JoinHandle<()>,
+) {
+    assert!(!lock.try_read(), "a reader passed a queued writer");
+    assert_eq!(
+        first.poll_once(),
+        std::task::Poll::Ready(true),
+        "the woken reader is first and the lock is free"
+    );
+    for _ in 0..=held {
+        // SAFETY: main holds `held` reads, and the one `first` took.
+        unsafe { lock.unlock_read() };
+    }
+    writer.join().unwrap();
+    assert_free(lock);
 }
 
 /// Two readers and a writer (main) take the lock once each: the writer's
@@ -241,14 +297,7 @@ fn arriving_reader_defers_to_a_queued_writer<const FAIR: bool>() {
     check(0, || {
         let lock = Arc::new(RwCore::<FAIR>::new());
         assert!(lock.read(None));
-        let writer = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || {
-                assert!(lock.write(None));
-                // SAFETY: this thread holds the write lock.
-                unsafe { lock.unlock_write(false) };
-            })
-        };
+        let writer = spawn_writer(&lock);
         until_queued(&lock, 1);
         assert!(!lock.try_read(), "a reader passed a queued writer");
         assert!(
@@ -288,19 +337,11 @@ fn arriving_reader_defers_to_a_queued_writer_fair() {
 #[cfg(feature = "async")]
 #[test]
 fn handed_off_lock_refuses_arriving_readers_nonfair() {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Waker};
-
-    use crate::queue::{Mode, QueuedAcquire};
-
     check(1, || {
         let lock = Arc::new(RwCore::<false>::new());
         let looked = Arc::new(loom::sync::atomic::AtomicBool::new(false));
         assert!(lock.write(None));
-        let mut read = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
+        let read = Read::queued(&lock);
         let writer = {
             let (lock, looked) = (Arc::clone(&lock), Arc::clone(&looked));
             thread::spawn(move || {
@@ -328,46 +369,93 @@ fn handed_off_lock_refuses_arriving_readers_nonfair() {
 /// reader queues first (an async read, so that it stays woken but not yet
 /// run for as long as main likes: on a busy machine, a woken thread can
 /// wait a scheduler tick for a CPU) and an untimed writer behind it. Main
-/// unlocks (nonfair), which wakes the reader, and tries to read: it must
-/// not get in ahead of the queued writer, although the first queued waiter
-/// is a reader. Then the reader runs and the writer follows. Bound 1. The
-/// planted bug `reader_first_look` lets a read arrival look only at the
-/// first queued waiter, as the JDK's `apparentlyFirstQueuedIsExclusive`
-/// does.
+/// tries to read once while it still writes: that look finds the reader
+/// first with no wake-up pending and caches "no writer next" (V2 in
+/// `queue/look.rs`). Main unlocks (nonfair), which wakes the reader, and
+/// tries to read again: it must not get in ahead of the queued writer,
+/// although the first queued waiter is a reader. Then the reader runs and
+/// the writer follows. Bound 1. The planted bug `reader_first_look` lets a
+/// read arrival look only at the first queued waiter, as the JDK's
+/// `apparentlyFirstQueuedIsExclusive` does; `look_wake_no_bump` keeps the
+/// cached answer across the wake-up (V1).
 #[cfg(feature = "async")]
 #[test]
 fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Poll, Waker};
+    check(1, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.write(None));
+        let read = Read::queued(&lock);
+        let writer = spawn_writer(&lock);
+        until_queued(&lock, 2);
+        assert!(!lock.try_read(), "a reader got in beside a writer");
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        defer_then_drain(&lock, read, 0, writer);
+    });
+}
 
-    use crate::queue::{Mode, QueuedAcquire};
+/// V1, a writer linked after a look: main holds the write lock; a reader
+/// queues (an async read) and main unlocks (nonfair), which wakes it. The
+/// reader has not run, nobody waits behind it, so main's read gets in, and
+/// its look caches "no writer next". A writer then queues behind the woken
+/// reader: main's next read must defer to it. Bound 1. The planted bug
+/// `look_link_no_bump` links a writer without a bump, so the cached "no"
+/// lets main pass it.
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair() {
+    check(1, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.write(None));
+        let read = Read::queued(&lock);
+        // SAFETY: main holds the write lock.
+        unsafe { lock.unlock_write(false) };
+        assert!(
+            lock.try_read(),
+            "a reader deferred with only a woken reader queued"
+        );
+        let writer = spawn_writer(&lock);
+        until_queued(&lock, 2);
+        defer_then_drain(&lock, read, 1, writer);
+    });
+}
+
+/// V1, a reader made head: main holds the write lock; a reader queues (an
+/// async read, A) and an untimed writer behind it. Main unlocks (nonfair),
+/// which wakes A, and another thread tries to read while main polls A. If
+/// it looks after A took its wake-up back and before A became head, it
+/// finds A first with no wake-up pending, answers no and joins A's read;
+/// that is the heuristic's window. Once A is head, the writer is next in
+/// line, and main's read must defer. Bound 1. The planted bug
+/// `look_head_no_bump` makes A head without a bump, so the other thread's
+/// cached "no" outlives the window.
+#[cfg(feature = "async")]
+#[test]
+fn arriving_reader_sees_a_writer_behind_a_new_head_nonfair() {
+    use std::task::Poll;
 
     check(1, || {
         let lock = Arc::new(RwCore::<false>::new());
         assert!(lock.write(None));
-        let mut read = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(Pin::new(&mut read).poll(&mut cx).is_pending());
-        let writer = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || {
-                assert!(lock.write(None));
-                // SAFETY: this thread holds the write lock.
-                unsafe { lock.unlock_write(false) };
-            })
-        };
+        let mut a = Read::queued(&lock);
+        let writer = spawn_writer(&lock);
         until_queued(&lock, 2);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
+        // It keeps what it takes until main has looked: a read release
+        // could wake A, whose wake-up would end any cached answer.
+        let reader = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || lock.try_read())
+        };
+        assert_eq!(a.poll_once(), Poll::Ready(true));
         assert!(!lock.try_read(), "a reader passed a queued writer");
-        assert_eq!(
-            Pin::new(&mut read).poll(&mut cx),
-            Poll::Ready(true),
-            "the woken reader is first and the lock is free"
-        );
-        // SAFETY: main holds the read the future took.
+        // SAFETY: main holds the read A took.
         unsafe { lock.unlock_read() };
+        if reader.join().unwrap() {
+            // SAFETY: the reader's read, which it left to main.
+            unsafe { lock.unlock_read() };
+        }
         writer.join().unwrap();
         assert_free(&lock);
     });
@@ -377,34 +465,22 @@ fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
 /// (async reads, A then B) and an untimed writer behind them. Main unlocks
 /// (nonfair), which wakes A only; B waits for A's propagation. An arriving
 /// read now joins the batch A heads instead of deferring to the writer:
-/// the writer would wait for A and B anyway, and B has not been woken. Then
-/// A and B run and the writer follows, after main's read. Bound 1. Fails
-/// if the look defers to a writer behind a reader nobody has woken.
+/// the writer would wait for A and B anyway, and B has not been woken. Fails
+/// if the look defers to a writer behind a reader nobody has woken. That
+/// look cached "no writer next"; then B leaves (its future is dropped), and
+/// the look now passes A (woken) and B (leaving) and finds the writer, so
+/// main's next read must defer (V1; the planted bug `look_cancel_no_bump`
+/// marks B cancelled without a bump). Then A runs and the writer follows,
+/// after main's read. Bound 1.
 #[cfg(feature = "async")]
 #[test]
 fn arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair() {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Poll, Waker};
-
-    use crate::queue::{Mode, QueuedAcquire};
-
     check(1, || {
         let lock = Arc::new(RwCore::<false>::new());
         assert!(lock.write(None));
-        let mut a = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut b = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
-        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
-        let writer = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || {
-                assert!(lock.write(None));
-                // SAFETY: this thread holds the write lock.
-                unsafe { lock.unlock_write(false) };
-            })
-        };
+        let a = Read::queued(&lock);
+        let b = Read::queued(&lock);
+        let writer = spawn_writer(&lock);
         until_queued(&lock, 3);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
@@ -412,16 +488,8 @@ fn arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair() {
             lock.try_read(),
             "a reader deferred to a writer queued behind a reader nobody woke"
         );
-        assert_eq!(Pin::new(&mut a).poll(&mut cx), Poll::Ready(true));
-        assert_eq!(Pin::new(&mut b).poll(&mut cx), Poll::Ready(true));
-        // SAFETY: main holds its own read and the two the futures took.
-        unsafe {
-            lock.unlock_read();
-            lock.unlock_read();
-            lock.unlock_read();
-        }
-        writer.join().unwrap();
-        assert_free(&lock);
+        drop(b);
+        defer_then_drain(&lock, a, 1, writer);
     });
 }
 
@@ -435,26 +503,19 @@ fn arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair() {
 #[cfg(feature = "async")]
 #[test]
 fn handed_off_lock_refuses_arriving_readers_behind_a_leaving_reader() {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::{Context, Poll, Waker};
-
-    use crate::queue::{Mode, QueuedAcquire};
+    use std::task::Poll;
 
     check(0, || {
         let lock = RwCore::<false>::new();
         assert!(lock.write(None));
-        let mut a = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut b = Read(QueuedAcquire::new(&lock.sync, Mode::Shared, 1));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(Pin::new(&mut a).poll(&mut cx).is_pending());
-        assert!(Pin::new(&mut b).poll(&mut cx).is_pending());
+        let a = Read::queued(&lock);
+        let mut b = Read::queued(&lock);
         drop(a);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(true) };
         assert!(!lock.try_read(), "a barger took a lock handed to a waiter");
         assert_eq!(
-            Pin::new(&mut b).poll(&mut cx),
+            b.poll_once(),
             Poll::Ready(true),
             "the lock was handed to the live reader"
         );
