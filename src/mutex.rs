@@ -409,7 +409,7 @@ raw_mutex!(
     ///
     /// # Size
     ///
-    /// 64 bytes (one cache line), one [`RawSync`](crate) core: the state
+    /// 64 bytes, one [`RawSync`](crate) core: the state
     /// word (the lock bit, the waiter count and the queue's flags), the
     /// queue's head and tail, three words of node reclamation (a reader count
     /// with the backlog, a retired list and a spare batch), half a word of

@@ -277,7 +277,7 @@ impl YieldWindow {
 #[derive(Debug)]
 pub(crate) struct Pace {
     /// The running average, in ns per turn (at most `MAX_TURN`, so 32 bits
-    /// hold it; four bytes keep `RawSync` within a cache line).
+    /// hold it; the four bytes saved keep `RawSync` at 64).
     #[cfg(not(aqs_loom))]
     turn: AtomicU32,
 }

@@ -62,7 +62,7 @@ impl RawSync {
         // inside our guard, so the memory stays valid while we finish.
         me.status.swap(CANCELLED, AcqRel);
         // V1: a read arrival's look now passes us.
-        self.queue_changed();
+        self.bump_look();
         if self
             .tail
             .compare_exchange(node, pred, AcqRel, Acquire)

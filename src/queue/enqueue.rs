@@ -99,11 +99,11 @@ impl RawSync {
             if self.tail.compare_exchange(t, node, AcqRel, Acquire).is_ok() {
                 // SAFETY: R5: `t` was loaded from `tail` inside the guard.
                 unsafe { guard.node(t) }.next.store(node, Release);
-                // V1: a writer behind readers that were woken turns a read
+                // V1: a writer linked, or a reader whose link a walk that
+                // stopped at the missing link had not seen (a release may
+                // have woken it from the tail already), can turn a read
                 // arrival's look from no into yes; before our count (Q1).
-                if me.mode == Mode::Exclusive {
-                    self.queue_changed();
-                }
+                self.bump_look();
                 return;
             }
         }

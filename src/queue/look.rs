@@ -25,8 +25,7 @@
 //! while the low 31 bits of `version` equal the middle field; a bump adds
 //! one to `version` and so leaves the middle field naming an old one. An
 //! answer left alone for 2^31 bumps (no read arrival looked meanwhile)
-//! would hold again; that costs one arrival one wrong answer, which the
-//! next bump ends.
+//! would hold again, for every arrival until the next bump.
 //!
 //! ## Invariants
 //!
@@ -34,26 +33,30 @@
 //!
 //! * **V1, a change that can turn the answer from no into yes bumps the
 //!   version after it.** The walk answers yes at the first exclusive node,
-//!   passing readers whose wake-up is pending and nodes that are leaving,
-//!   and no at the first other reader. So its answer turns from no to yes
-//!   only when an exclusive node is linked (`enq`), a reader's wake flag is
-//!   set (`wake`), a node is marked cancelled (`unlink`: any node, as a
+//!   passing readers whose wake-up is pending and readers that are leaving,
+//!   and no at the first other reader or at a missing `next` link. So its
+//!   answer turns from no to yes only when a node is linked (`enq`: a
+//!   writer, or a reader that a release found from the tail and woke before
+//!   its link was written, with a writer behind it), a reader's wake flag
+//!   is set (`wake`), a node is marked cancelled (`unlink`: any node, as a
 //!   cancel is rare), or a reader becomes head without its wake-up pending
 //!   (`set_head_and_propagate`: every reader, as that cannot be told). The
 //!   thread that made the change bumps the version with a `Release` RMW
 //!   right after it. An enqueue bumps before it counts itself in the state
 //!   word (Q1), so a thread that reads the count with `Acquire` sees the
-//!   bump too.
+//!   bump too; a read arrival loads the count `Relaxed`, and for it the
+//!   bump is one of the changes in flight below.
 //! * **V2, an answer is cached only for the version its walk began under.**
 //!   The arrival loads the word (`Acquire`, which synchronizes with every
 //!   bump it sees, and so with every change before them), walks, and stores
 //!   its answer with a CAS from the word it loaded: a bump in between fails
 //!   the CAS, and nothing is cached. A walk that found the reclamation gate
 //!   closed (R8) answered yes without looking, and is not cached.
-//! * **V3, only a synchronizer that looks keeps a version.** `RawSync::looks`
-//!   is set at construction (a nonfair read-write lock) and never changes;
-//!   elsewhere every bump is a test of that field. A policy that looks on a
-//!   synchronizer that does not keep a version walks on every arrival.
+//! * **V3, only a synchronizer that looks keeps a version.**
+//!   `RawSync::keeps_look` is set at construction (a nonfair read-write
+//!   lock) and never changes; elsewhere every bump is a test of that field.
+//!   A policy that looks on a synchronizer that does not keep a version
+//!   walks on every arrival.
 //!
 //! What a cached answer is worth: by V1 and V2, a cached no was the answer
 //! of a walk that saw every change whose bump the arriving thread's load
@@ -61,10 +64,12 @@
 //! that is between two instructions, which a walk could miss as well (a
 //! node linking in). A cached yes may outlive its truth; the changes that
 //! turn yes into no without a bump are a writer becoming head, which then
-//! holds the lock (no read can get in), and a woken reader taking its wake
-//! flag back, which is about to read. The next bump ends either. Neither
-//! answer decides anything but whether a read arrival defers: the cache
-//! changes no safety property of the lock, only how long a writer may wait.
+//! holds the lock (no read can get in), a woken reader taking its wake flag
+//! back, which is about to read, and a writer that left being skipped out
+//! of the queue (the walk answers yes at a writer that is leaving, too).
+//! The next bump ends each. Neither answer decides anything but whether a
+//! read arrival defers: the cache changes no safety property of the lock,
+//! only how long a writer may wait.
 
 use super::node::CANCELLED;
 use super::policy::Mode;
@@ -127,8 +132,8 @@ impl RawSync {
     /// from no into yes, on a synchronizer that keeps a version (V3).
     /// Called right after the change, by the thread that made it.
     #[inline]
-    pub(super) fn queue_changed(&self) {
-        if self.looks {
+    pub(super) fn bump_look(&self) {
+        if self.keeps_look {
             self.look.bump();
         }
     }
@@ -137,7 +142,7 @@ impl RawSync {
     /// the cache when it holds an answer for the current version (V2).
     #[inline]
     pub(super) fn writer_waits(&self) -> bool {
-        if !self.looks {
+        if !self.keeps_look {
             return self.exclusive_queued().unwrap_or(true);
         }
         // Acquire (V2): a walk that follows sees every change whose bump
@@ -150,12 +155,12 @@ impl RawSync {
             return true;
         };
         // V2: fails if a bump came after our load; then the answer is ours
-        // alone. Relaxed: it publishes nothing but the answer, and as an RMW
+        // alone. (A spurious failure only leaves one answer uncached.) Relaxed: it publishes nothing but the answer, and as an RMW
         // it keeps the bump it follows in the word's release sequence.
-        let _ = self
-            .look
-            .word
-            .compare_exchange(word, with_answer(word, answer), Relaxed, Relaxed);
+        let _ =
+            self.look
+                .word
+                .compare_exchange_weak(word, with_answer(word, answer), Relaxed, Relaxed);
         answer
     }
 
@@ -163,8 +168,8 @@ impl RawSync {
     /// successor along `next` links: the heuristic behind
     /// [`Policy::shared_arrivals_defer_to_exclusive`](super::Policy::shared_arrivals_defer_to_exclusive).
     /// The walk passes readers with a wake-up pending (a release woke them;
-    /// they have not run yet) and waiters that are leaving, and answers yes
-    /// at the first exclusive node. Not only the first waiter (the JDK's
+    /// they have not run yet) and readers that are leaving, and answers yes
+    /// at the first exclusive node, leaving or not. Not only the first waiter (the JDK's
     /// `apparentlyFirstQueuedIsExclusive`): a reader that was woken but has
     /// not run yet sits first until it does, and on a busy machine that is
     /// a scheduler tick, in which arriving readers would keep passing the
@@ -228,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn the_version_wraps_without_reviving_an_answer() {
+    fn the_version_wraps_at_32_bits_and_the_answer_with_it() {
         // The last version before the middle field wraps, and the first after.
         let old = with_answer(VERSION_BITS * BUMP, true);
         assert_eq!(answer_of(old), Some(true));

@@ -160,7 +160,9 @@
 //!   first. A thread that is unwinding already drops the panic (a second
 //!   one would abort), and its call completes as if none had happened.
 //!
-//! *The look's cache* (`look.rs` states them)
+//! *The look's cache* (`look.rs` states them; liveness only: they bound how
+//! long a writer waits behind arriving readers, and no safety property
+//! rests on them)
 //!
 //! * **V1 to V3.** A change to the queue that could turn a read arrival's
 //!   look from no into yes bumps a version after it; an answer is cached
@@ -331,9 +333,10 @@ pub(crate) struct RawSync {
     /// The cached answer of a read arrival's look at the queue, and its
     /// version (V1, V2 in `look.rs`).
     look: Look,
-    /// Whether the version is kept: set at construction, for a synchronizer
-    /// whose read arrivals look (V3).
-    looks: bool,
+    /// Whether the look's version is kept: set at construction, for a
+    /// synchronizer whose read arrivals look (V3). A plain field, so the
+    /// others pay a test of it and no atomic load at each bump point.
+    keeps_look: bool,
     /// loom only: set where a real program would drop the synchronizer
     /// (`loom_drop`); read by code that must be done with it by then
     /// (`loom_check_alive`), so a use that could follow the drop is a loom
@@ -368,10 +371,10 @@ impl RawSync {
     }
 
     /// A synchronizer holding `value`, keeping the version of the look at
-    /// the queue if `looks` (V3): for a policy that answers
+    /// the queue if `keeps_look` (V3): for a policy that answers
     /// [`Policy::shared_arrivals_defer_to_exclusive`] with true.
     #[cfg(not(aqs_loom))]
-    pub(crate) const fn with_look(value: u32, looks: bool) -> Self {
+    pub(crate) const fn with_look(value: u32, keeps_look: bool) -> Self {
         RawSync {
             state: AtomicU64::new(state::initial(value)),
             head: AtomicPtr::new(ptr::null_mut()),
@@ -379,13 +382,13 @@ impl RawSync {
             reclaim: Reclaim::new(),
             pace: Pace::new(),
             look: Look::new(),
-            looks,
+            keeps_look,
         }
     }
 
     /// As above, for loom.
     #[cfg(aqs_loom)]
-    pub(crate) fn with_look(value: u32, looks: bool) -> Self {
+    pub(crate) fn with_look(value: u32, keeps_look: bool) -> Self {
         RawSync {
             state: AtomicU64::new(state::initial(value)),
             head: AtomicPtr::new(ptr::null_mut()),
@@ -393,7 +396,7 @@ impl RawSync {
             reclaim: Reclaim::new(),
             pace: Pace::new(),
             look: Look::new(),
-            looks,
+            keeps_look,
             dropped: crate::loom::UnsafeCell::new(false),
             loom_yields: false,
         }

@@ -123,7 +123,7 @@ impl RawSync {
         // V1: a read arrival's look no longer stops at us (we may have
         // acquired without a wake-up pending).
         if me.mode == Mode::Shared {
-            self.queue_changed();
+            self.bump_look();
         }
         me.prev.store(ptr::null_mut(), Release);
         // P3: take over the old head's status with an RMW that marks it
@@ -432,7 +432,7 @@ impl RawSync {
         }
         // V1: a read arrival's look now passes this reader.
         if node.mode == Mode::Shared {
-            self.queue_changed();
+            self.bump_look();
         }
         #[cfg(feature = "async")]
         if let Some(task) = &node.task {
