@@ -155,12 +155,11 @@ impl RawSync {
             return true;
         };
         // V2: fails if a bump came after our load; then the answer is ours
-        // alone. (A spurious failure only leaves one answer uncached.) Relaxed: it publishes nothing but the answer, and as an RMW
-        // it keeps the bump it follows in the word's release sequence.
-        let _ =
-            self.look
-                .word
-                .compare_exchange_weak(word, with_answer(word, answer), Relaxed, Relaxed);
+        // alone (a spurious failure leaves it uncached, too). Relaxed: it
+        // publishes nothing but the answer, and as an RMW it keeps the bump
+        // it follows in the word's release sequence.
+        let (cache, cached) = (&self.look.word, with_answer(word, answer));
+        let _ = cache.compare_exchange_weak(word, cached, Relaxed, Relaxed);
         answer
     }
 
