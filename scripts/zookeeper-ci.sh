@@ -24,8 +24,8 @@ echo "=== cargo fmt --check (aqs-zookeeper, aqs-test-servers)"
 cargo fmt -p aqs-zookeeper -p aqs-test-servers -- --check
 echo "=== cargo clippy -p aqs-zookeeper -p aqs-test-servers --all-targets -- -D warnings"
 cargo clippy -p aqs-zookeeper -p aqs-test-servers --all-targets -- -D warnings
-echo "=== cargo test -p aqs-test-servers: the throwaway ZooKeeper itself, and start failures"
-cargo test -p aqs-test-servers --test zookeeper --test start_failure
+echo "=== cargo test -p aqs-test-servers: the throwaway ZooKeeper itself, start failures, javac"
+cargo test -p aqs-test-servers --test zookeeper --test start_failure --test java
 echo "=== cargo test -p aqs-zookeeper (starts its own ZooKeeper)"
 cargo test -p aqs-zookeeper -- --test-threads=2
 echo "=== example users_online (three worker processes, one limit; starts its own ZooKeeper)"

@@ -268,6 +268,7 @@ async fn main() {
     let go = aqs_test_servers::golang::build(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go/etcdmutex"),
         "etcdmutex",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
     if let Err(why) = &go {
         println!("The Go side is left out: {why}\n");

@@ -221,9 +221,12 @@ impl GoRw {
         static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         let bin = BIN.get_or_init(|| {
             let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/rwmutex");
-            aqs_test_servers::golang::build(&src, "rwmutex").unwrap_or_else(|e| {
-                panic!("Go's RWMutex must build (Debian: golang-go, golang-etcd-server-dev): {e}")
-            })
+            aqs_test_servers::golang::build(&src, "rwmutex", env!("CARGO_TARGET_TMPDIR").as_ref())
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "Go's RWMutex must build (Debian: golang-go, golang-etcd-server-dev): {e}"
+                    )
+                })
         });
         let mut child = Command::new(bin)
             .args([&server.endpoint(), name, side])

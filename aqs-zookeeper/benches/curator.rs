@@ -415,7 +415,8 @@ fn run_curator(
     warm: Duration,
     run: Duration,
 ) -> Sample {
-    let err = classes.join("curator-stderr.txt");
+    let err = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("curator-bench-stderr-{}.txt", std::process::id()));
     let mut child = Command::new("java")
         .arg("-cp")
         .arg(format!("{}:{DEFAULT_CLASSPATH}", classes.display()))
@@ -456,6 +457,7 @@ fn run_curator(
     server.charge(&mut s, &before);
     drop(stdin); // Now it may close its sessions.
     child.wait().unwrap();
+    let _ = fs::remove_file(&err);
     s
 }
 
@@ -490,25 +492,13 @@ fn parse_result(line: &str) -> Option<Sample> {
 }
 
 fn compile_java() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("aqs-zk-bench-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
-    let status = Command::new("javac")
-        .args([
-            "-Xlint:all,-path",
-            "-Werror",
-            "-cp",
-            DEFAULT_CLASSPATH,
-            "-d",
-        ])
-        .arg(&dir)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/java/CuratorBench.java"
-        ))
-        .status()
-        .expect("javac");
-    assert!(status.success(), "javac failed");
-    dir
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/java/CuratorBench.java");
+    aqs_test_servers::java::compile(
+        src.as_ref(),
+        DEFAULT_CLASSPATH,
+        env!("CARGO_TARGET_TMPDIR").as_ref(),
+    )
+    .unwrap_or_else(|e| panic!("the Curator benchmark must compile: {e}"))
 }
 
 /// The median, and whether the values spread by more than a quarter of it (marked `~`).
@@ -638,7 +628,6 @@ fn main() {
         }
     }
     report(&server, &results, passes, warm, run, started);
-    let _ = fs::remove_dir_all(&classes);
 }
 
 fn report(

@@ -25,21 +25,13 @@ const SHORT: Duration = Duration::from_millis(400);
 fn classes() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("aqs-zk-curator-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let src = concat!(env!("CARGO_MANIFEST_DIR"), "/java/CuratorClient.java");
-        let out = Command::new("javac")
-            .args(["-Xlint:all,-path", "-Werror", "-cp", &classpath(), "-d"])
-            .arg(&dir)
-            .arg(src)
-            .output()
-            .expect("javac must run (Debian: default-jdk-headless)");
-        assert!(
-            out.status.success(),
-            "javac failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
+        aqs_test_servers::java::compile(
+            src.as_ref(),
+            &classpath(),
+            env!("CARGO_TARGET_TMPDIR").as_ref(),
+        )
+        .unwrap_or_else(|e| panic!("the Curator client must compile: {e}"))
     })
 }
 

@@ -20,6 +20,7 @@
 pub mod checker;
 pub mod etcd;
 pub mod golang;
+pub mod java;
 mod process;
 pub mod workers;
 pub mod zookeeper;
