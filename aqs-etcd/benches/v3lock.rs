@@ -304,9 +304,6 @@ async fn main() {
             fmt_rates(&g.rates)
         );
     }
-    if let Ok(bin) = &go {
-        let _ = std::fs::remove_file(bin);
-    }
     println!("\nSemaphore of 4, 32 clients (no peer on etcd):\n");
     println!(
         "| hold | acq/s | client CPU µs/acq | requests/acq | watch events/acq | acq/s per pass |"
