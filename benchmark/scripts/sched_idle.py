@@ -8,15 +8,18 @@ binary's name, as `perf script` prints it):
     perf script -i sched.data > sched.txt
     python3 sched_idle.py sched.txt COMM
 
-It prints how long each CPU sat idle, how much of that idle time another
-CPU had a runnable thread of COMM queued (woken, preempted or migrated
-there, and not yet running), and how long woken COMM threads waited to run,
-with the share of those waits during which another CPU was idle.
+It prints how long the CPUs sat idle in all, how much of that idle time
+another CPU had a runnable thread of COMM queued (woken, preempted or
+migrated there, and not yet running), and how long woken COMM threads
+waited to run, with the share of the long waits' time during which another
+CPU was idle.
 
 Some traces hold no event of a CPU's idle task (perf recorded none on one
 CPU of a 2-vCPU KVM guest). An idle stretch therefore also ends at the next
-event of any other task on that CPU, and a thread counts as running from its
-first event of its own.
+event of any other task on that CPU (which overstates that CPU's idle time
+by the few microseconds before it), and a thread counts as running from its
+first event of its own. An idle stretch still open when the trace ends is
+not counted.
 """
 import re
 import sys
