@@ -44,6 +44,7 @@ unheld='Causality violation|the lock was left held|deadlock; threads ='
 passed='a reader passed a queued writer'
 claim_taken='a claimed turn was taken by another'
 claim_passed='a claimant passed a queued waiter'
+write_claim_passed='a reader passed a claimed writer'
 # A node lost: loom's leak report, or the models' check that nothing is left
 # retired once all have left (the lost node is still counted in the backlog).
 leaked='Allocation leaked|retired nodes lingered'
@@ -92,6 +93,9 @@ mutants=(
   "look_link_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair|$passed"
   "look_cancel_no_bump|rwlock::loom_models::arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair|$passed"
   "look_head_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_behind_a_new_head_nonfair|$passed"
+  "write_claim_ignored|rwlock::loom_models::claimed_write_refuses_arriving_readers_nonfair|$write_claim_passed"
+  "write_claim_kept|rwlock::loom_models::claimed_write_refuses_arriving_readers_nonfair|$deadlock"
+  "write_claim_takes_early|rwlock::loom_models::writer_against_readers_nonfair|Causality violation"
 )
 
 # Every patch file has a row above, and every row a patch file.

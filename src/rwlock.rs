@@ -5,9 +5,9 @@
 //! The value is the lock's free capacity, so that every acquire takes and
 //! every release adds (the core's `release_adds`):
 //!
-//! | value (without `HANDOFF`) | meaning |
+//! | value (without `HANDOFF` and `CLAIMED`) | meaning |
 //! |---|---|
-//! | `FREE` (2^30) | nobody holds the lock |
+//! | `FREE` (2^29) | nobody holds the lock |
 //! | `FREE - r`, 1 ≤ r ≤ `MAX_READERS` | `r` read holds (recursive ones count) |
 //! | 0 | a writer holds it |
 //!
@@ -15,7 +15,7 @@
 //! same back. A queued batch of readers wakes together through shared
 //! propagation, and the core stops propagation at the next queued writer.
 //!
-//! Invariants (cited as W1 to W3):
+//! Invariants (cited as W1 to W4):
 //!
 //! * **W1, one writer or readers.** A write acquire needs the value at
 //!   `FREE` and leaves 0; a read acquire needs at least 2 (not write-held,
@@ -31,17 +31,43 @@
 //!   added twice and the value never passes `FREE | HANDOFF`.
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
+//! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
+//!   not) that finds readers inside, no claim and no hand-off sets
+//!   `CLAIMED` (2^30) beside the value, queue or not, and spins for the
+//!   last reader to leave instead of queueing (parking_lot's writer bit).
+//!   While it is set, no hook grants anything but a recursive read among
+//!   readers already inside: other reads, writes, arrivals and queued
+//!   waiters alike refuse, and a release does not go through the queue
+//!   (`release_may_admit`), since only the claimant may take the lock it
+//!   frees. Only the claimant clears the bit: by taking the lock once the
+//!   value is `FREE | CLAIMED`, or, when its spin budget or deadline runs
+//!   out with readers still inside, by dropping the claim in one CAS that
+//!   takes the lock instead if it has come free. Either way the next
+//!   release sees no claim and goes through the queue, so no queued waiter
+//!   misses its wake-up. A claim passes queued waiters, as a nonfair
+//!   writer's arrival does; the fair lock never claims. `is_locked` and
+//!   `read_count` read a claimed lock by its holds alone.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::park::deadline_passed;
 use crate::queue::Acquired;
 use crate::queue::{self, Discipline, Policy, RawSync, TryAcquire};
+use crate::spin::PollSpin;
 
 /// The value of an unheld lock: a write takes all of it, a read one unit.
-const FREE: u32 = 1 << 30;
+const FREE: u32 = 1 << 29;
+/// Set beside the value by a nonfair writer that waits for the readers
+/// inside to leave (W4).
+const CLAIMED: u32 = 1 << 30;
 /// Set beside `FREE` by a fair write unlock (W2).
 const HANDOFF: u32 = 1 << 31;
+/// The value without its flags: `FREE` less the holds.
+#[inline]
+const fn free_of(value: u32) -> u32 {
+    value & !(HANDOFF | CLAIMED)
+}
 /// The most read holds at once, recursive ones included: a read needs a
 /// value of at least 2, so that readers never bring it to the writer's 0.
 pub(crate) const MAX_READERS: u32 = FREE - 1;
@@ -55,15 +81,20 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     /// queued next in line (`shared_arrivals_defer_to_exclusive`).
     #[inline]
     fn try_acquire_shared(&self, value: u32, _arg: u32, others_queued: bool) -> Option<Acquired> {
-        let free = value & !HANDOFF;
+        let free = free_of(value);
+        let claimed = value & CLAIMED != 0;
         // W2: a handed-off lock is the first waiter's, recursive reads
-        // included (`others_queued` is then whether anyone is queued).
-        if free < 2 || (others_queued && (!RECURSIVE || value & HANDOFF != 0)) {
+        // included (`others_queued` is then whether anyone is queued). W4:
+        // a claimed lock refuses reads, except recursive ones among readers.
+        if free < 2
+            || (others_queued && (!RECURSIVE || value & HANDOFF != 0))
+            || (claimed && (!RECURSIVE || free == FREE))
+        {
             return None;
         }
         Some(Acquired {
-            value: free - 1,
-            propagate: free > 2, // another read fits after this one
+            value: (free - 1) | (value & CLAIMED),
+            propagate: free > 2 && !claimed, // another read fits after this one
         })
     }
 
@@ -75,6 +106,7 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     #[inline]
     fn try_acquire_exclusive(&self, value: u32, _arg: u32, others_queued: bool) -> Option<u32> {
         let handed_off = value & HANDOFF != 0;
+        // W4: a claimed lock is only the claimant's, and it takes it itself.
         if value & !HANDOFF != FREE || (others_queued && (FAIR || handed_off)) {
             return None;
         }
@@ -107,7 +139,7 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     /// CPU to them).
     #[inline]
     fn arrival_may_spin(&self, mode: queue::Mode, value: u32) -> bool {
-        let free = value & !HANDOFF;
+        let free = free_of(value);
         mode == queue::Mode::Shared || free == 0 || free == FREE
     }
 
@@ -127,6 +159,12 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     #[inline]
     fn shared_arrivals_defer_to_any(&self, value: u32) -> bool {
         value & HANDOFF != 0
+    }
+
+    /// W4: a lock freed with a claim on it is the claimant's.
+    #[inline]
+    fn release_may_admit(&self, value: u32) -> bool {
+        value & CLAIMED == 0
     }
 }
 
@@ -176,7 +214,7 @@ impl<const FAIR: bool> RwCore<FAIR> {
     }
 
     fn value(&self) -> u32 {
-        queue::value_of(self.sync.state()) & !HANDOFF
+        free_of(queue::value_of(self.sync.state()))
     }
 
     /// Panics, changing nothing, if the read count is at its limit: a read
@@ -218,7 +256,8 @@ impl<const FAIR: bool> RwCore<FAIR> {
         }
         self.check_read_limit();
         // Queued, a recursive read is an ordinary one: it can only have
-        // failed on a writer holding the lock, so this thread holds no read.
+        // failed on a writer holding the lock or a claim with no reader
+        // inside (W4), so this thread holds no read.
         self.sync
             .acquire_shared(&RwPolicy::<FAIR, true>, 1, deadline)
             .is_ok()
@@ -235,12 +274,63 @@ impl<const FAIR: bool> RwCore<FAIR> {
 
     #[inline]
     pub(crate) fn write(&self, deadline: Option<Instant>) -> bool {
-        if self.sync.try_take_idle(FREE, 0) {
+        if self.sync.try_take_idle(FREE, 0) || (!FAIR && self.claim_write(deadline)) {
             return true;
         }
         self.sync
             .acquire_exclusive(&RwPolicy::<FAIR, false>, FREE, deadline)
             .is_ok()
+    }
+
+    /// A nonfair writer's wait for the readers inside to leave (W4): claim
+    /// the lock, queue or not, spin until the last reader leaves and take
+    /// it. Returns `false`, holding and claiming nothing, if no reader was
+    /// inside, or the lock was claimed or handed off already (the caller
+    /// goes the usual way), or once the spin budget or `deadline` ran out
+    /// with readers still inside (the claim dropped; the caller queues).
+    #[inline(never)]
+    fn claim_write(&self, deadline: Option<Instant>) -> bool {
+        if self
+            .sync
+            .fetch_update_value(|value| {
+                (value & (CLAIMED | HANDOFF) == 0 && value != 0 && value != FREE)
+                    .then_some(value | CLAIMED)
+            })
+            .is_err()
+        {
+            return false;
+        }
+        let spin = PollSpin::new();
+        loop {
+            if let Ok(old) = self
+                .sync
+                .fetch_update_value(|value| (value == FREE | CLAIMED).then_some(0))
+            {
+                debug_assert_eq!(old, FREE | CLAIMED);
+                return true;
+            }
+            if deadline.is_some_and(deadline_passed) || !spin.spin() {
+                break;
+            }
+        }
+        // Out of budget: take the lock if it came free meanwhile, else drop
+        // the claim, in one CAS (W4: with the claim gone, the readers'
+        // releases go through the queue).
+        let old = self
+            .sync
+            .fetch_update_value(|value| {
+                Some(if free_of(value) == FREE {
+                    0
+                } else {
+                    value & !CLAIMED
+                })
+            })
+            .unwrap_or_else(|_| unreachable!("the update always succeeds"));
+        assert!(
+            old & CLAIMED != 0,
+            "aqs: a claimed write was taken by another"
+        );
+        free_of(old) == FREE
     }
 
     #[inline]
@@ -538,19 +628,25 @@ raw_rwlock!(
     /// As the JDK's nonfair `ReentrantReadWriteLock`: an arriving writer
     /// takes a free lock even while others are queued, and an arriving
     /// reader joins the readers inside unless a writer is first in the
-    /// queue, so a stream of readers cannot starve a writer. Queued threads
-    /// are served in FIFO order; readers queued together wake together. A
-    /// recursive read (`read_recursive`) never waits behind a queued
-    /// writer, so a thread that already reads cannot deadlock taking a
-    /// second read.
+    /// queue, so a stream of readers cannot starve a writer. An arriving
+    /// writer thread (not a task) that finds readers inside does not queue
+    /// at once: it marks the
+    /// lock claimed, which turns new readers away as a queued writer does,
+    /// and spins briefly for the readers inside to leave (parking_lot's
+    /// writer does the same); only if they stay does it queue. Queued
+    /// threads are served in FIFO order; readers queued together wake
+    /// together. A recursive read (`read_recursive`) never waits behind a
+    /// queued or claiming writer, so a thread that already reads cannot
+    /// deadlock taking a second read.
     ///
     /// # Limits
     ///
-    /// Read holds, recursive ones included, count up to 2^30 − 1
-    /// (1,073,741,823); a read past that panics and changes nothing. The
+    /// Read holds, recursive ones included, count up to 2^29 − 1
+    /// (536,870,911); a read past that panics and changes nothing. The
     /// write lock is not reentrant. (The JDK kept 16 bits for each count
     /// until it widened its state to 64 bits; here the counts share the
-    /// value's 32 bits: 30 for readers, one for the hand-off.)
+    /// value's 32 bits: 29 for readers, one for the hand-off and one for a
+    /// writer's claim.)
     ///
     /// # Upgradable reads
     ///

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use loom::thread;
 
-use super::{RwCore, FREE};
+use super::{RwCore, CLAIMED, FREE};
 use crate::loom::model::{check, Guarded};
 use crate::queue;
 
@@ -322,6 +322,52 @@ fn arriving_reader_defers_to_a_queued_writer_nonfair() {
 #[test]
 fn arriving_reader_defers_to_a_queued_writer_fair() {
     arriving_reader_defers_to_a_queued_writer::<true>();
+}
+
+/// A claimed write (W4): main reads; a writer arrives, finds main inside,
+/// claims the lock and looks for the readers to leave (under loom its
+/// budget is one yield; then it drops the claim and queues). Main waits
+/// until the writer has claimed or queued and tries to read: while the
+/// claim stands it must not get in. The claim is set once and never comes
+/// back once dropped, so a read that got in with the claim still set after
+/// it passed it. Then main unlocks: with the claim standing its release
+/// skips the queue and the claimant takes the lock; with the claim dropped
+/// the release goes through the queue and wakes the queued writer, or the
+/// claimant took the lock in the CAS that dropped the claim. Bound 2: one
+/// preemption keeps the claimant from looking while main reads, one more
+/// places main's unlock inside the claimant's give-up. The planted bugs
+/// `write_claim_ignored` (reads ignore the claim) and `write_claim_kept`
+/// (the give-up leaves the claim set) fail here.
+#[test]
+fn claimed_write_refuses_arriving_readers_nonfair() {
+    check(2, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.read(None));
+        let writer = spawn_writer(&lock);
+        // Yields cost no preemption.
+        let claimed = loop {
+            let s = lock.sync.state();
+            if queue::value_of(s) & CLAIMED != 0 {
+                break true;
+            }
+            if queue::waiters_of(s) > 0 {
+                break false;
+            }
+            thread::yield_now();
+        };
+        if lock.try_read() {
+            assert!(
+                !claimed || queue::value_of(lock.sync.state()) & CLAIMED == 0,
+                "a reader passed a claimed writer"
+            );
+            // SAFETY: main holds the read it just took.
+            unsafe { lock.unlock_read() };
+        }
+        // SAFETY: main holds its first read.
+        unsafe { lock.unlock_read() };
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
 }
 
 /// W2 against arrivals: main holds the write lock; a reader queues first
