@@ -27,26 +27,34 @@
 //!   included, whoever sits first in the queue (a reader that timed out and
 //!   is leaving may, with the writer it was handed to behind it); every
 //!   acquire clears it. It is
-//!   set only by a writer's release, when the value is 0, so it is never
-//!   added twice and the value never passes `FREE | HANDOFF`.
+//!   set only by a writer's release, when the value is 0 (or given back
+//!   with what a first waiter took, O3 in `queue/mod.rs`), so it is never
+//!   added twice and the value never passes `FREE | HANDOFF` (beside a
+//!   claim, W4).
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
 //! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
-//!   not) that finds readers inside, no claim and no hand-off sets
-//!   `CLAIMED` (2^30) beside the value, queue or not, and spins for the
-//!   last reader to leave instead of queueing (parking_lot's writer bit).
-//!   While it is set, no hook grants anything but a recursive read among
-//!   readers already inside: other reads, writes, arrivals and queued
-//!   waiters alike refuse, and a release does not go through the queue
-//!   (`release_may_admit`), since only the claimant may take the lock it
-//!   frees. Only the claimant clears the bit: by taking the lock once the
-//!   value is `FREE | CLAIMED`, or, when its spin budget or deadline runs
-//!   out with readers still inside, by dropping the claim in one CAS that
-//!   takes the lock instead if it has come free. Either way the next
-//!   release sees no claim and goes through the queue, so no queued waiter
-//!   misses its wake-up. A claim passes queued waiters, as a nonfair
-//!   writer's arrival does; the fair lock never claims. `is_locked` and
-//!   `read_count` read a claimed lock by its holds alone.
+//!   not; a task's write never claims) that finds readers inside, no claim
+//!   and no hand-off sets `CLAIMED` (2^30) beside the value, queue or not,
+//!   and spins for the last reader to leave instead of queueing
+//!   (parking_lot's writer bit). While it is set, no hook grants anything
+//!   but a recursive read among readers already inside: other reads,
+//!   writes, arrivals and queued waiters alike refuse, and a release does
+//!   not go through the queue (`release_may_admit`), since only the
+//!   claimant may take the lock it frees. Only the claimant clears the bit:
+//!   by taking the lock once the value is exactly `FREE | CLAIMED`, or,
+//!   when its spin budget or deadline runs out first, by one CAS that takes
+//!   the lock if it is so by then and otherwise drops the claim. A dropped
+//!   claim may admit waiters it turned away (readers queued under it, with
+//!   readers still inside), and the releases meanwhile skipped the queue,
+//!   so the drop goes through the queue as a release does
+//!   (`RawSync::update_value_releasing`); after it, releases go through the
+//!   queue again. So no queued waiter misses its wake-up. A give-back
+//!   (O3 in `queue/mod.rs`) may restore a hand-off (W2) beside a claim;
+//!   the claimant then never takes the lock, and its drop wakes the first
+//!   waiter, whose hand-off it is. A claim passes queued waiters, as a
+//!   nonfair writer's arrival does; the fair lock never claims. `is_locked`
+//!   and `read_count` read a claimed lock by its holds alone.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -133,10 +141,11 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         }
     }
 
-    /// A writer that finds readers inside queues at once: until it is
-    /// queued, arriving readers do not defer to it, so its spin would only
-    /// watch new readers come in (and a spin's late yields would hand the
-    /// CPU to them).
+    /// A writer that finds readers inside and cannot claim (W4: the fair
+    /// lock, a task's write, or a claimant whose budget ran out) queues at
+    /// once: until it is queued, arriving readers do not defer to it, so its
+    /// spin would only watch new readers come in (and a spin's late yields
+    /// would hand the CPU to them).
     #[inline]
     fn arrival_may_spin(&self, mode: queue::Mode, value: u32) -> bool {
         let free = free_of(value);
@@ -255,9 +264,10 @@ impl<const FAIR: bool> RwCore<FAIR> {
             return true;
         }
         self.check_read_limit();
-        // Queued, a recursive read is an ordinary one: it can only have
-        // failed on a writer holding the lock or a claim with no reader
-        // inside (W4), so this thread holds no read.
+        // Queued, a recursive read is an ordinary one. It failed on a
+        // writer holding the lock or a claim with no reader inside (W4), so
+        // this thread holds no read; or on a pending hand-off (W2), which
+        // the first waiter, woken by the fair unlock, takes.
         self.sync
             .acquire_shared(&RwPolicy::<FAIR, true>, 1, deadline)
             .is_ok()
@@ -302,11 +312,14 @@ impl<const FAIR: bool> RwCore<FAIR> {
         }
         let spin = PollSpin::new();
         loop {
-            if let Ok(old) = self
+            // A free lock with nothing but our claim on it is ours; one with
+            // a hand-off restored beside the claim (a give-back, O3) is the
+            // first waiter's.
+            if self
                 .sync
                 .fetch_update_value(|value| (value == FREE | CLAIMED).then_some(0))
+                .is_ok()
             {
-                debug_assert_eq!(old, FREE | CLAIMED);
                 return true;
             }
             if deadline.is_some_and(deadline_passed) || !spin.spin() {
@@ -314,23 +327,24 @@ impl<const FAIR: bool> RwCore<FAIR> {
             }
         }
         // Out of budget: take the lock if it came free meanwhile, else drop
-        // the claim, in one CAS (W4: with the claim gone, the readers'
-        // releases go through the queue).
+        // the claim, in one CAS. A dropped claim may admit waiters that it
+        // turned away (readers queued under it, or the one a restored
+        // hand-off is for), and their releases skipped the queue, so the
+        // drop goes through the queue as a release does (W4).
         let old = self
             .sync
-            .fetch_update_value(|value| {
-                Some(if free_of(value) == FREE {
-                    0
+            .update_value_releasing(&RwPolicy::<FAIR, false>, |value| {
+                if value == FREE | CLAIMED {
+                    (0, false)
                 } else {
-                    value & !CLAIMED
-                })
-            })
-            .unwrap_or_else(|_| unreachable!("the update always succeeds"));
+                    (value & !CLAIMED, true)
+                }
+            });
         assert!(
             old & CLAIMED != 0,
             "aqs: a claimed write was taken by another"
         );
-        free_of(old) == FREE
+        old == FREE | CLAIMED
     }
 
     #[inline]

@@ -107,7 +107,9 @@ pub(crate) trait Policy {
     /// Whether an arrival in `mode` that found `value` may spin before it
     /// queues (barging policies only; see `Discipline::arrival_spins`).
     /// A write lock's arrival that finds readers inside gains nothing by
-    /// spinning: new readers do not defer to a writer until it is queued.
+    /// spinning unless arriving readers defer to it: a queued writer's do,
+    /// and so do a claimant's (W4 in `rwlock.rs`, which spins before it
+    /// gets here).
     /// On by default.
     fn arrival_may_spin(&self, mode: Mode, value: u32) -> bool {
         let _ = (mode, value);

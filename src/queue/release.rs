@@ -98,6 +98,47 @@ impl RawSync {
         Ok(())
     }
 
+    /// A change to the value that is no addition but may still let in a
+    /// waiter that the old value refused: a write claim dropped with readers
+    /// inside, or with a hand-off restored beside it (W4 in `rwlock.rs`).
+    /// `f` maps the value to the new one and says whether the change may
+    /// admit a waiter; it runs in a CAS loop, as a release's RMW. If it may,
+    /// and the discipline says a queued waiter may need it (read from the
+    /// word the CAS replaced, as a release reads it), this goes through the
+    /// head as a release does: a waiter that armed before the CAS is woken,
+    /// and one that arms after it re-checks the new value (P1, A1). The first
+    /// panic of a waker it woke propagates once the change is done (O1, O3).
+    /// Returns the old value.
+    pub(crate) fn update_value_releasing<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        mut f: impl FnMut(u32) -> (u32, bool),
+    ) -> u32 {
+        let mut s = self.state.load(Relaxed);
+        loop {
+            let (value, admits) = f(value_of(s));
+            // AcqRel, as a release's RMW: Release publishes the caller's
+            // writes to whoever acquires next; Acquire synchronizes with
+            // counted waiters' links (Q1).
+            match self
+                .state
+                .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
+            {
+                Ok(_) => {
+                    let discipline = policy.discipline();
+                    if admits
+                        && discipline.release_enters_queue(s)
+                        && policy.release_may_admit(value)
+                    {
+                        super::propagate(self.release_slow(Wakes::First, discipline));
+                    }
+                    return value_of(s);
+                }
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn release_slow(&self, wakes: Wakes, discipline: Discipline) -> Result<(), Payload> {

@@ -370,6 +370,85 @@ fn claimed_write_refuses_arriving_readers_nonfair() {
     });
 }
 
+/// Counts its wakes (a plain std atomic: test bookkeeping that loom need
+/// not model).
+#[cfg(feature = "async")]
+#[derive(Default)]
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+#[cfg(feature = "async")]
+impl std::task::Wake for Wakes {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A claim dropped with a reader queued under it (W4): main reads; a writer
+/// arrives and claims; a reader (a task that main polls) arrives while the
+/// claim stands, is turned away and queues first. The writer, out of
+/// budget (one look, a yield, one more look under loom), drops its claim
+/// with main still inside and queues behind the reader. The reader could
+/// read now, and no release will come through the queue before main's
+/// unlock, so the drop itself must wake it: once the writer is queued, the
+/// reader's waker must have run. Then the reader reads, main unlocks, and
+/// the writer follows. When the reader came after the drop (it got in, or
+/// queued behind the writer), there is nothing to check. Bound 2: one
+/// preemption lets main's poll in while the claim stands, one more places
+/// the drop against the reader's arming. The planted bug
+/// `write_claim_drop_wakes_nobody` fails here.
+#[cfg(feature = "async")]
+#[test]
+fn dropped_claim_wakes_a_reader_queued_under_it_nonfair() {
+    use std::task::{Context, Poll, Waker};
+    check(2, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.read(None));
+        let writer = spawn_writer(&lock);
+        // Yields cost no preemption.
+        while queue::value_of(lock.sync.state()) & CLAIMED == 0
+            && queue::waiters_of(lock.sync.state()) == 0
+        {
+            thread::yield_now();
+        }
+        let wakes = std::sync::Arc::new(Wakes::default());
+        let waker = Waker::from(std::sync::Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut read = Read(queue::QueuedAcquire::new(
+            &lock.sync,
+            queue::Mode::Shared,
+            1,
+        ));
+        let mut poll =
+            |read: &mut Read<'_>| std::future::Future::poll(std::pin::Pin::new(read), &mut cx);
+        let mut reading = poll(&mut read).is_ready();
+        if !reading && queue::value_of(lock.sync.state()) & CLAIMED != 0 {
+            // The reader queued under the claim: first, the writer not yet
+            // queued at all.
+            until_queued(&lock, 2);
+            assert!(
+                wakes.0.load(std::sync::atomic::Ordering::SeqCst) > 0,
+                "a dropped claim left a reader queued under it asleep"
+            );
+            assert_eq!(poll(&mut read), Poll::Ready(true));
+            reading = true;
+        }
+        // SAFETY: main holds a read.
+        unsafe { lock.unlock_read() };
+        // Otherwise the reader is first or behind the writer: it gets in
+        // after main's unlock, or after the writer's turn.
+        while !reading {
+            reading = poll(&mut read).is_ready();
+            if !reading {
+                thread::yield_now();
+            }
+        }
+        // SAFETY: the reader's read.
+        unsafe { lock.unlock_read() };
+        writer.join().unwrap();
+        assert_free(&lock);
+    });
+}
+
 /// W2 against arrivals: main holds the write lock; a reader queues first
 /// (an async read, so that main can cancel it at a chosen moment), an
 /// untimed writer behind it. Main drops the reader's future (it leaves: its
