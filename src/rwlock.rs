@@ -27,10 +27,10 @@
 //!   included, whoever sits first in the queue (a reader that timed out and
 //!   is leaving may, with the writer it was handed to behind it); every
 //!   acquire clears it. It is
-//!   set only by a writer's release, when the value is 0 (or given back
-//!   with what a first waiter took, O3 in `queue/mod.rs`), so it is never
-//!   added twice and the value never passes `FREE | HANDOFF` (beside a
-//!   claim, W4).
+//!   set by a writer's release, when the value is 0, or given back with
+//!   what a first waiter took when a waker it woke panicked (O3 in
+//!   `queue/mod.rs`), so it is never added twice, and the value without a
+//!   claim's bit (W4) never passes `FREE | HANDOFF`.
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
 //! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
@@ -38,7 +38,8 @@
 //!   and no hand-off sets `CLAIMED` (2^30) beside the value, queue or not,
 //!   and spins for the last reader to leave instead of queueing
 //!   (parking_lot's writer bit). While it is set, no hook grants anything
-//!   but a recursive read among readers already inside: other reads,
+//!   but a recursive read among readers already inside (arriving, or
+//!   queued, where a recursive read keeps its policy): other reads,
 //!   writes, arrivals and queued waiters alike refuse, and a release does
 //!   not go through the queue (`release_may_admit`), since only the
 //!   claimant may take the lock it frees. Only the claimant clears the bit:
@@ -142,8 +143,8 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     }
 
     /// A writer that finds readers inside and cannot claim (W4: the fair
-    /// lock, a task's write, or a claimant whose budget ran out) queues at
-    /// once: until it is queued, arriving readers do not defer to it, so its
+    /// lock, a lock claimed or handed off already, or a claimant whose
+    /// budget ran out; a task's write never spins) queues at once: until it is queued, arriving readers do not defer to it, so its
     /// spin would only watch new readers come in (and a spin's late yields
     /// would hand the CPU to them).
     #[inline]

@@ -154,10 +154,12 @@
 //!   collected wakers are woken one by one under `catch_unwind`, every one
 //!   of them; the first panic is handed to the call that woke them once its
 //!   own bookkeeping is done. A release or a close completes, then
-//!   propagates it. An acquire that took value gives it back first
-//!   (`give_back`), so its caller gets the panic and not the hold. A
-//!   condition wait takes its mutex back and leaves the condition queue
-//!   first. A thread that is unwinding already drops the panic (a second
+//!   propagates it, and so does a value change that goes through the queue
+//!   as a release does (a dropped write claim, W4 in `rwlock.rs`, whose
+//!   claimant holds nothing then). An acquire that took value gives it
+//!   back first (`give_back`), so its caller gets the panic and not the
+//!   hold. A condition wait takes its mutex back and leaves the condition
+//!   queue first. A thread that is unwinding already drops the panic (a second
 //!   one would abort), and its call completes as if none had happened.
 //!
 //! *The look's cache* (`look.rs` states them; liveness only: they bound how
