@@ -454,17 +454,36 @@ impl RawSync {
         refuses: impl Fn(u64) -> bool,
         mut f: impl FnMut(u32) -> Option<u32>,
     ) -> Result<u32, u32> {
+        self.update_word(refuses, |value| f(value).map(|value| (value, ())))
+            .map(|(s, ())| value_of(s))
+    }
+
+    /// The CAS loop under every change of the value that is neither an
+    /// acquire nor an addition (`update_value`, `update_value_releasing`):
+    /// `f` maps the value to the new one and a result of its own, or
+    /// refuses; `refuses` looks at the whole word first. Returns the word
+    /// the CAS replaced with `f`'s result, or `Err(value)` on a refusal.
+    #[inline]
+    fn update_word<T>(
+        &self,
+        refuses: impl Fn(u64) -> bool,
+        mut f: impl FnMut(u32) -> Option<(u32, T)>,
+    ) -> Result<(u64, T), u32> {
         let mut s = self.state.load(Relaxed);
         loop {
-            let value = if refuses(s) { None } else { f(value_of(s)) };
-            let Some(value) = value else {
+            let changed = if refuses(s) { None } else { f(value_of(s)) };
+            let Some((value, result)) = changed else {
                 return Err(value_of(s));
             };
+            // AcqRel, as a release's RMW: Release publishes the caller's
+            // writes to whoever acquires next; Acquire pairs with the release
+            // that put the old value there and with counted waiters' links
+            // (Q1).
             match self
                 .state
                 .compare_exchange_weak(s, state::with_value(s, value), AcqRel, Relaxed)
             {
-                Ok(_) => return Ok(value_of(s)),
+                Ok(_) => return Ok((s, result)),
                 Err(actual) => s = actual,
             }
         }

@@ -114,29 +114,21 @@ impl RawSync {
         policy: &P,
         mut f: impl FnMut(u32) -> (u32, bool),
     ) -> u32 {
-        let mut s = self.state.load(Relaxed);
-        loop {
-            let (value, admits) = f(value_of(s));
-            // AcqRel, as a release's RMW: Release publishes the caller's
-            // writes to whoever acquires next; Acquire synchronizes with
-            // counted waiters' links (Q1).
-            match self
-                .state
-                .compare_exchange_weak(s, with_value(s, value), AcqRel, Relaxed)
-            {
-                Ok(_) => {
-                    let discipline = policy.discipline();
-                    if admits
-                        && discipline.release_enters_queue(s)
-                        && policy.release_may_admit(value)
-                    {
-                        super::propagate(self.release_slow(Wakes::First, discipline));
-                    }
-                    return value_of(s);
-                }
-                Err(actual) => s = actual,
-            }
+        let changed = self.update_word(
+            |_| false,
+            |value| {
+                let (new, admits) = f(value);
+                Some((new, (new, admits)))
+            },
+        );
+        let Ok((s, (new, admits))) = changed else {
+            unreachable!("neither `f` nor the check refuses");
+        };
+        let discipline = policy.discipline();
+        if admits && discipline.release_enters_queue(s) && policy.release_may_admit(new) {
+            super::propagate(self.release_slow(Wakes::First, discipline));
         }
+        value_of(s)
     }
 
     #[cold]
