@@ -8,6 +8,7 @@ use super::policy::{try_acquire, Mode, Policy};
 use super::state::{after_take, is_closed, value_of, waiters_of};
 use super::RawSync;
 use crate::loom::Ordering::*;
+use crate::spin::CasBackoff;
 
 /// The result of a non-blocking acquire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,7 @@ impl RawSync {
         arg: u32,
     ) -> TryAcquire {
         let mut s = self.state.load(Relaxed);
+        let backoff = CasBackoff::new();
         loop {
             let acquired = if is_closed(s) {
                 None
@@ -74,6 +76,11 @@ impl RawSync {
             // AcqRel: Acquire pairs with the release that put the value there.
             match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
                 Ok(_) => return TryAcquire::Acquired,
+                Err(_) if mode == Mode::Shared && policy.shared_arrival_backs_off() => {
+                    // The word we would retry with is already stale.
+                    backoff.pause();
+                    s = self.state.load(Relaxed);
+                }
                 Err(actual) => s = actual,
             }
         }
