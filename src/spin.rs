@@ -5,8 +5,9 @@
 //! a spin round or a pause as a re-check and a yield as a park that returns
 //! at once.
 //! Under loom ([`crate::loom`]) the spin budget is zero (a spin only re-runs
-//! queue code that loom already explores) and a yield window holds exactly
-//! one yield.
+//! queue code that loom already explores), a yield window holds exactly
+//! one yield, a [`PollSpin`] one round (a yield), and a [`CasBackoff`]
+//! pause does nothing.
 
 use std::time::Duration;
 #[cfg(not(aqs_loom))]

@@ -3,6 +3,8 @@
 //!
 //! No guard is held on the fast path; the look at the queue (`look.rs`)
 //! enters one only when the gate is open (R8) and reads nodes under it (R5).
+//! A read-write lock's read that loses its CAS pauses before it tries again
+//! (`CasBackoff`), outside any guard too (R6).
 
 use super::policy::{try_acquire, Mode, Policy};
 use super::state::{after_take, is_closed, value_of, waiters_of};
@@ -77,7 +79,8 @@ impl RawSync {
             match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
                 Ok(_) => return TryAcquire::Acquired,
                 Err(_) if mode == Mode::Shared && policy.shared_arrival_backs_off() => {
-                    // The word we would retry with is already stale.
+                    // Load again after the pause: the value the failed CAS
+                    // returned is older than what the pause let happen.
                     backoff.pause();
                     s = self.state.load(Relaxed);
                 }

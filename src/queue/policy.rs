@@ -109,8 +109,11 @@ pub(crate) trait Policy {
     /// parking_lot's readers do. For a lock whose shared holds come and go
     /// on every operation (a read lock), readers on different CPUs that
     /// retry at once take the word's cache line from each other on every
-    /// try; a pause lets the other CPU finish its run of reads. Never part
-    /// of the protocol: the retry loads the word again. Off by default.
+    /// try; a pause lets the other CPU finish its run of reads (parking_lot's
+    /// blocking reads back off alike, up to 1,024 pauses). `try_` reads and
+    /// a read future's poll pause too: a pause is bounded, not a wait. Never
+    /// part of the protocol: the retry loads the word again. Off by
+    /// default.
     fn shared_arrival_backs_off(&self) -> bool {
         false
     }
