@@ -171,13 +171,6 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         value & HANDOFF != 0
     }
 
-    /// Read holds come and go on every operation, so readers on two CPUs
-    /// race for the word all the time.
-    #[inline]
-    fn shared_arrival_backs_off(&self) -> bool {
-        true
-    }
-
     /// W4: a lock freed with a claim on it is the claimant's.
     #[inline]
     fn release_may_admit(&self, value: u32) -> bool {

@@ -1,13 +1,10 @@
-//! Spinning and yielding before parking, and pausing after a lost CAS: the
-//! budgets and their constants.
+//! Spinning and yielding before parking: the budgets and their constants.
 //!
-//! All are wait *strategies*, never part of the protocol: the queue treats
-//! a spin round or a pause as a re-check and a yield as a park that returns
-//! at once.
+//! Both are wait *strategies*, never part of the protocol: the queue treats
+//! a spin round as a re-check and a yield as a park that returns at once.
 //! Under loom ([`crate::loom`]) the spin budget is zero (a spin only re-runs
-//! queue code that loom already explores), a yield window holds exactly
-//! one yield, a [`PollSpin`] one round (a yield), and a [`CasBackoff`]
-//! pause does nothing.
+//! queue code that loom already explores) and a yield window holds exactly
+//! one yield.
 
 use std::time::Duration;
 #[cfg(not(aqs_loom))]
@@ -327,59 +324,10 @@ impl Pace {
     }
 }
 
-/// The longest pause after a lost CAS, as a power of two: 64 pauses.
-#[cfg(not(aqs_loom))]
-const CAS_BACKOFF_MAX_STEP: u32 = 6;
-
-/// Pauses after a lost CAS race, each twice as long as the last (2, 4, ...
-/// up to 64 pauses), for an arrival that retries
-/// ([`Policy::shared_arrival_backs_off`](crate::queue::Policy::shared_arrival_backs_off)).
-/// Under loom it does nothing: the retry is what loom explores.
-#[derive(Debug)]
-pub(crate) struct CasBackoff {
-    #[cfg(not(aqs_loom))]
-    step: std::cell::Cell<u32>,
-}
-
-impl CasBackoff {
-    #[inline]
-    pub(crate) fn new() -> Self {
-        CasBackoff {
-            #[cfg(not(aqs_loom))]
-            step: std::cell::Cell::new(0),
-        }
-    }
-
-    /// Pauses once, longer than the last time, up to the cap.
-    #[inline]
-    pub(crate) fn pause(&self) {
-        #[cfg(not(aqs_loom))]
-        {
-            let step = (self.step.get() + 1).min(CAS_BACKOFF_MAX_STEP);
-            self.step.set(step);
-            for _ in 0..1u32 << step {
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
 #[cfg(all(test, not(aqs_loom)))]
 mod tests {
-    use super::{CasBackoff, Pace, YieldWindow, FAST_TURN};
+    use super::{Pace, YieldWindow, FAST_TURN};
     use std::time::Duration;
-
-    #[test]
-    fn cas_backoff_doubles_its_pause_up_to_the_cap() {
-        let backoff = CasBackoff::new();
-        let pauses: Vec<u32> = (0..9)
-            .map(|_| {
-                backoff.pause();
-                1 << backoff.step.get()
-            })
-            .collect();
-        assert_eq!(pauses, [2, 4, 8, 16, 32, 64, 64, 64, 64]);
-    }
 
     #[test]
     fn yield_window_yields_while_open_and_reopens_after_reset() {

@@ -3,14 +3,11 @@
 //!
 //! No guard is held on the fast path; the look at the queue (`look.rs`)
 //! enters one only when the gate is open (R8) and reads nodes under it (R5).
-//! A read-write lock's read that loses its CAS pauses before it tries again
-//! (`CasBackoff`), outside any guard too (R6).
 
 use super::policy::{try_acquire, Mode, Policy};
 use super::state::{after_take, is_closed, value_of, waiters_of};
 use super::RawSync;
 use crate::loom::Ordering::*;
-use crate::spin::CasBackoff;
 
 /// The result of a non-blocking acquire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +52,6 @@ impl RawSync {
         arg: u32,
     ) -> TryAcquire {
         let mut s = self.state.load(Relaxed);
-        let backoff = CasBackoff::new();
         loop {
             let acquired = if is_closed(s) {
                 None
@@ -78,12 +74,6 @@ impl RawSync {
             // AcqRel: Acquire pairs with the release that put the value there.
             match self.state.compare_exchange_weak(s, next, AcqRel, Relaxed) {
                 Ok(_) => return TryAcquire::Acquired,
-                Err(_) if mode == Mode::Shared && policy.shared_arrival_backs_off() => {
-                    // Load again after the pause: the value the failed CAS
-                    // returned is older than what the pause let happen.
-                    backoff.pause();
-                    s = self.state.load(Relaxed);
-                }
                 Err(actual) => s = actual,
             }
         }

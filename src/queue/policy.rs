@@ -104,20 +104,6 @@ pub(crate) trait Policy {
         false
     }
 
-    /// Whether a shared arrival that lost its CAS to another thread pauses
-    /// before it looks again ([`CasBackoff`](crate::spin::CasBackoff)), as
-    /// parking_lot's readers do. For a lock whose shared holds come and go
-    /// on every operation (a read lock), readers on different CPUs that
-    /// retry at once take the word's cache line from each other on every
-    /// try; a pause lets the other CPU finish its run of reads (parking_lot's
-    /// blocking reads back off alike, up to 1,024 pauses). `try_` reads and
-    /// a read future's poll pause too: a pause is bounded, not a wait. Never
-    /// part of the protocol: the retry loads the word again. Off by
-    /// default.
-    fn shared_arrival_backs_off(&self) -> bool {
-        false
-    }
-
     /// Whether an arrival in `mode` that found `value` may spin before it
     /// queues (barging policies only; see `Discipline::arrival_spins`).
     /// A write lock's arrival that finds readers inside gains nothing by
