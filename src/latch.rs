@@ -44,8 +44,8 @@ impl Policy for LatchPolicy {
 
     /// L2.
     #[inline]
-    fn release_may_admit(&self, value: u32) -> bool {
-        value == 0
+    fn release_may_admit(&self, _before: u32, after: u32) -> bool {
+        after == 0
     }
 }
 

@@ -90,8 +90,8 @@ impl<const FAIR: bool> Policy for MutexPolicy<FAIR> {
     /// A lock freed with a claim on it is the claimant's (M4): nobody in
     /// the queue needs waking.
     #[inline]
-    fn release_may_admit(&self, value: u32) -> bool {
-        value & CLAIMED == 0
+    fn release_may_admit(&self, _before: u32, after: u32) -> bool {
+        after & CLAIMED == 0
     }
 
     #[inline]

@@ -15,7 +15,7 @@
 //! same back. A queued batch of readers wakes together through shared
 //! propagation, and the core stops propagation at the next queued writer.
 //!
-//! Invariants (cited as W1 to W4):
+//! Invariants (cited as W1 to W5):
 //!
 //! * **W1, one writer or readers.** A write acquire needs the value at
 //!   `FREE` and leaves 0; a read acquire needs at least 2 (not write-held,
@@ -56,6 +56,22 @@
 //!   waiter, whose hand-off it is. A claim passes queued waiters, as a
 //!   nonfair writer's arrival does; the fair lock never claims. `is_locked`
 //!   and `read_count` read a claimed lock by its holds alone.
+//! * **W5, a read unlock that leaves readers inside wakes nobody.** A
+//!   queued writer needs the value at `FREE`. A queued reader first in line
+//!   (which the hook asks with `others_queued` false) is refused only by a
+//!   write hold, a claim (W4) or the read limit. So a release from a value
+//!   that admitted reads (at least 2 free, no claim, no hand-off) to one
+//!   that still has readers inside and no hand-off lets no waiter in: it
+//!   skips the queue (`release_may_admit`), as the JDK's read unlock wakes
+//!   nobody until the read count reaches 0. That covers read unlocks and a
+//!   reader's give-back (O3); both only add to the value and never touch
+//!   its flags. A queued writer therefore sleeps until the last reader
+//!   leaves, instead of waking at every read unlock to find readers still
+//!   inside. Every release that can open the lock to a waiter still goes
+//!   through as the discipline says (a write unlock, a downgrade, a dropped
+//!   claim, a release from the read limit or with a hand-off pending, a
+//!   give-back that restores one); a release under a claim skips the queue
+//!   as W4 says.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -171,10 +187,12 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         value & HANDOFF != 0
     }
 
-    /// W4: a lock freed with a claim on it is the claimant's.
+    /// W4: a lock freed with a claim on it is the claimant's. W5: a read
+    /// unlock that leaves readers inside admits nobody.
     #[inline]
-    fn release_may_admit(&self, value: u32) -> bool {
-        value & CLAIMED == 0
+    fn release_may_admit(&self, before: u32, after: u32) -> bool {
+        let reads_were_open = free_of(before) >= 2 && before & (CLAIMED | HANDOFF) == 0;
+        after & CLAIMED == 0 && (free_of(after) == FREE || after & HANDOFF != 0 || !reads_were_open)
     }
 }
 
@@ -826,6 +844,35 @@ mod tests {
         // SAFETY: a read is held.
         unsafe { lock.unlock_read() };
         assert!(lock.try_read(), "below the limit again");
+    }
+
+    /// W5 at its edges: which releases go through the queue.
+    #[test]
+    fn release_may_admit_only_what_can_let_a_waiter_in() {
+        let policy = RwPolicy::<false, false>;
+        let admits = |before: u32, after: u32| policy.release_may_admit(before, after);
+        // A read unlock with readers left inside, and the last one.
+        assert!(!admits(FREE - 3, FREE - 2));
+        assert!(admits(FREE - 1, FREE));
+        // A write unlock, fair or not, and a downgrade.
+        assert!(admits(0, FREE));
+        assert!(admits(0, FREE | HANDOFF));
+        assert!(admits(0, FREE - 1));
+        // A read unlock from the read limit opens reads again.
+        assert!(admits(1, 2));
+        // A read unlock with a hand-off pending (a leaving reader took it).
+        assert!(admits((FREE - 2) | HANDOFF, (FREE - 1) | HANDOFF));
+        // A give-back that restores a hand-off beside readers.
+        assert!(admits(FREE - 3, (FREE - 2) | HANDOFF));
+        // Under a claim nothing goes in (W4); its drop with readers inside
+        // does.
+        assert!(!admits((FREE - 2) | CLAIMED, (FREE - 1) | CLAIMED));
+        assert!(!admits((FREE - 1) | CLAIMED, FREE | CLAIMED));
+        assert!(admits((FREE - 2) | CLAIMED, FREE - 2));
+        // The fair lock follows the same rule.
+        let fair = RwPolicy::<true, false>;
+        assert!(!fair.release_may_admit(FREE - 3, FREE - 2));
+        assert!(fair.release_may_admit(FREE - 1, FREE));
     }
 
     #[test]

@@ -32,6 +32,9 @@
 //!
 //! Legal combinations:
 //!
+//! The last column is what the discipline asks of a release; the policy
+//! may still keep a release that can admit nobody out of the head (Q1).
+//!
 //! | waiters | A | C | meaning | a release |
 //! |---|---|---|---|---|
 //! | 0 | 0 | 0 | open, nobody queued | only changes the value |
@@ -73,7 +76,9 @@
 //!   only if every thread that may park will see the released value when it
 //!   re-checks; otherwise the releaser synchronizes with every counted
 //!   waiter's link and goes through the head (a barging release only if the
-//!   armed bit is set too: A1).
+//!   armed bit is set too: A1), unless the policy says the change can admit
+//!   nobody (`Policy::release_may_admit`: a latch's count-down above zero, a
+//!   release under a lock's claim, a read unlock with readers left inside).
 //! * **Q2, `prev` is stable.** A node's `prev` is written only by its owner:
 //!   at enqueue, when it skips cancelled predecessors, and (cleared) when it
 //!   becomes head. From `tail`, `prev` links always lead back to `head`.

@@ -116,11 +116,13 @@ pub(crate) trait Policy {
         true
     }
 
-    /// Whether a release that left `value` may let a waiter in, and so must
-    /// go through the head. A latch's count-down that leaves the count
-    /// above zero lets nobody in. On by default.
-    fn release_may_admit(&self, value: u32) -> bool {
-        let _ = value;
+    /// Whether a release that changed the value from `before` to `after`
+    /// may let a waiter in, and so must go through the head. A latch's
+    /// count-down that leaves the count above zero lets nobody in, nor does
+    /// a read unlock from a value that admitted reads to one with readers
+    /// still inside (W5 in `rwlock.rs`). On by default.
+    fn release_may_admit(&self, before: u32, after: u32) -> bool {
+        let _ = (before, after);
         true
     }
 

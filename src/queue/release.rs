@@ -49,7 +49,7 @@ impl RawSync {
         let s = self.state.fetch_add(value_delta(taken), AcqRel);
         let discipline = policy.discipline();
         if discipline.release_enters_queue(s)
-            && policy.release_may_admit(value_of(s).wrapping_add(taken))
+            && policy.release_may_admit(value_of(s), value_of(s).wrapping_add(taken))
         {
             let _second_panic = self.release_slow(Wakes::of_release(policy, taken), discipline);
         }
@@ -92,8 +92,28 @@ impl RawSync {
             }
         };
         let discipline = policy.discipline();
-        if discipline.release_enters_queue(s) && policy.release_may_admit(after) {
-            return self.release_slow(Wakes::of_release(policy, arg), discipline);
+        if discipline.release_enters_queue(s) {
+            let wakes = Wakes::of_release(policy, arg);
+            return self.release_if_admits(policy, (value_of(s), after), wakes, discipline);
+        }
+        Ok(())
+    }
+
+    /// The rest of a release that the discipline sends into the queue: the
+    /// policy's word on whether the change may let anyone in, then the pass
+    /// through the head. Out of line, so that a release that finds nobody
+    /// armed inlines only its RMW and the discipline's test.
+    #[cold]
+    #[inline(never)]
+    fn release_if_admits<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        (before, after): (u32, u32),
+        wakes: Wakes,
+        discipline: Discipline,
+    ) -> Result<(), Payload> {
+        if policy.release_may_admit(before, after) {
+            return self.release_slow(wakes, discipline);
         }
         Ok(())
     }
@@ -125,7 +145,10 @@ impl RawSync {
             unreachable!("neither `f` nor the check refuses");
         };
         let discipline = policy.discipline();
-        if admits && discipline.release_enters_queue(s) && policy.release_may_admit(new) {
+        if admits
+            && discipline.release_enters_queue(s)
+            && policy.release_may_admit(value_of(s), new)
+        {
             super::propagate(self.release_slow(Wakes::First, discipline));
         }
         value_of(s)

@@ -649,3 +649,106 @@ fn handed_off_lock_refuses_arriving_readers_behind_a_leaving_reader() {
         assert_free(&lock);
     });
 }
+
+/// W5: a read unlock that leaves readers inside wakes no queued writer.
+/// Main holds two reads and queues a writer (a task main polls); a second
+/// thread unlocks one of the reads, before the writer queues, while it
+/// arms, or after. Main's read stays inside throughout, so no release can
+/// let the writer in, and its waker must not run. Then main unlocks the
+/// last read, which must wake it, and it writes. Bound 2. The planted bug
+/// `read_unlock_wakes_writer` fails here.
+#[cfg(feature = "async")]
+fn read_unlock_with_readers_inside_wakes_nobody<const FAIR: bool>() {
+    use std::task::{Context, Poll, Waker};
+    check(2, || {
+        let lock = Arc::new(RwCore::<FAIR>::new());
+        assert!(lock.read(None) && lock.read(None));
+        let reader = {
+            let lock = Arc::clone(&lock);
+            // SAFETY: main took two reads and hands one to this thread.
+            thread::spawn(move || unsafe { lock.unlock_read() })
+        };
+        let wakes = std::sync::Arc::new(Wakes::default());
+        let waker = Waker::from(std::sync::Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let mut write = queue::QueuedAcquire::new(&lock.sync, queue::Mode::Exclusive, FREE);
+        let policy = super::RwPolicy::<FAIR, false>;
+        assert!(
+            write.poll_acquire(&policy, &mut cx).is_pending(),
+            "a writer got in past main's read"
+        );
+        reader.join().unwrap();
+        assert_eq!(
+            wakes.0.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a read unlock with a reader still inside woke the queued writer"
+        );
+        // SAFETY: main holds the last read.
+        unsafe { lock.unlock_read() };
+        assert!(
+            wakes.0.load(std::sync::atomic::Ordering::SeqCst) > 0,
+            "the last read unlock left the queued writer asleep"
+        );
+        assert_eq!(
+            write.poll_acquire(&policy, &mut cx),
+            Poll::Ready(Ok(())),
+            "the woken writer finds the lock free"
+        );
+        // SAFETY: the write the task took.
+        unsafe { lock.unlock_write(false) };
+        drop(write);
+        assert_free(&lock);
+    });
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn read_unlock_with_readers_inside_wakes_nobody_nonfair() {
+    read_unlock_with_readers_inside_wakes_nobody::<false>();
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn read_unlock_with_readers_inside_wakes_nobody_fair() {
+    read_unlock_with_readers_inside_wakes_nobody::<true>();
+}
+
+/// W5 against a leaving writer: main reads; a writer (a task main polls)
+/// queues; a reader thread arrives, defers to the queued writer and queues
+/// behind it. Main drops the writer's future, which takes it out of the
+/// queue: the reader behind it could read now, beside main, and must get
+/// in while main still holds its read. No release comes meanwhile (and a
+/// read unlock with a reader left inside would wake nobody, W5), so only
+/// the leaving writer can let it in. Bound 2: one preemption places the
+/// drop against the reader's arming, one more inside the leave.
+#[cfg(feature = "async")]
+#[test]
+fn cancelled_writer_wakes_the_reader_behind_it_nonfair() {
+    use std::task::{Context, Waker};
+    check(2, || {
+        let lock = Arc::new(RwCore::<false>::new());
+        assert!(lock.read(None));
+        let policy = super::RwPolicy::<false, false>;
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut write = queue::QueuedAcquire::new(&lock.sync, queue::Mode::Exclusive, FREE);
+        assert!(
+            write.poll_acquire(&policy, &mut cx).is_pending(),
+            "a writer got in past main's read"
+        );
+        let reader = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                assert!(lock.read(None));
+                // SAFETY: this thread holds a read lock.
+                unsafe { lock.unlock_read() };
+            })
+        };
+        until_queued(&lock, 2);
+        drop(write);
+        // Main still reads: the reader gets in beside it, or nobody wakes it.
+        reader.join().unwrap();
+        // SAFETY: main holds its read.
+        unsafe { lock.unlock_read() };
+        assert_free(&lock);
+    });
+}
