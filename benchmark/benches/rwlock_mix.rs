@@ -15,6 +15,11 @@
 //!   pause; one writer sleeps 100 µs, then write-locks, runs the section,
 //!   unlocks, and records how long the write-lock call took: the median,
 //!   99th percentile and longest of every wait in the window.
+//! * **long reads**: as writer wait, but each read holds the lock for
+//!   3,000 sections (about 200 µs), so the writer finds readers inside that
+//!   outlast any spin and sleeps: its wait, and how many times the writer
+//!   thread went to sleep inside one write-lock call (a wake-up that finds
+//!   readers still inside, and so a second sleep, shows as more than one).
 //!
 //! The section is 20 dependent xorshift-multiply rounds on a word of the
 //! worker's own (its own cache line), about 68 ns on the harness's host;
@@ -45,6 +50,8 @@ trait Contender: Sync {
     fn new() -> Self;
     fn read(&self, x: &mut u64);
     fn write(&self, x: &mut u64);
+    /// A read around 3,000 sections.
+    fn read_long(&self, x: &mut u64);
 }
 
 macro_rules! contender {
@@ -61,6 +68,12 @@ macro_rules! contender {
             fn write(&self, x: &mut u64) {
                 let _g = self.$write()$(.$unwrap())?;
                 section(x);
+            }
+            fn read_long(&self, x: &mut u64) {
+                let _g = self.$read()$(.$unwrap())?;
+                for _ in 0..3000 {
+                    section(x);
+                }
             }
         }
     };
@@ -174,6 +187,54 @@ fn writer_wait<L: Contender>(window: Duration) {
     );
 }
 
+/// The calling thread's voluntary context switches so far.
+fn thread_sleeps() -> u64 {
+    // SAFETY: an all-zero `rusage` is valid, and `getrusage` only writes it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage to write to.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    u.ru_nvcsw as u64
+}
+
+fn long_reads<L: Contender>(window: Duration) {
+    let lock = Padded(L::new());
+    let stop = Padded(AtomicBool::new(false));
+    let mut waits: Vec<Duration> = Vec::new();
+    let mut slept = 0u64;
+    thread::scope(|s| {
+        for i in 0..4u64 {
+            let (lock, stop) = (&lock, &stop);
+            s.spawn(move || {
+                let mut own = Padded(i + 1);
+                while !stop.load(Relaxed) {
+                    lock.read_long(&mut own.0);
+                }
+                black_box(own.0);
+            });
+        }
+        let mut own = Padded(7u64);
+        let t0 = Instant::now();
+        while t0.elapsed() < window {
+            thread::sleep(Duration::from_micros(100));
+            let (asked, before) = (Instant::now(), thread_sleeps());
+            lock.write(&mut own.0);
+            waits.push(asked.elapsed());
+            slept += thread_sleeps() - before;
+        }
+        stop.store(true, Relaxed);
+    });
+    waits.sort_unstable();
+    let at = |q: f64| waits[((waits.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
+    println!(
+        "long_reads/r4/{:<20} median {:9.2} us   p99 {:9.1} us   writer sleeps/write {:.2}   writes {}",
+        L::NAME,
+        at(0.5),
+        at(0.99),
+        slept as f64 / waits.len() as f64,
+        waits.len(),
+    );
+}
+
 fn main() {
     let quick = std::env::var_os("AQS_BENCH_QUICK").is_some();
     let window = Duration::from_millis(if quick { 500 } else { 3000 });
@@ -197,5 +258,8 @@ fn main() {
     }
     if wanted("writer_wait") {
         each!(writer_wait(window));
+    }
+    if wanted("long_reads") {
+        each!(long_reads(window));
     }
 }
