@@ -425,6 +425,12 @@ impl<const FAIR: bool> RwCore<FAIR> {
         self.value() == 0
     }
 
+    /// Whether a nonfair writer has claimed the lock and waits for the
+    /// readers inside to leave (W4); a snapshot.
+    fn write_claimed(&self) -> bool {
+        queue::value_of(self.sync.state()) & CLAIMED != 0
+    }
+
     /// The read holds now (0 while a writer holds); a snapshot.
     fn readers(&self) -> u32 {
         match self.value() {
@@ -643,6 +649,7 @@ macro_rules! raw_rwlock {
                 f.debug_struct(stringify!($name))
                     .field("write_locked", &self.lock.is_locked_exclusive())
                     .field("readers", &self.lock.readers())
+                    .field("write_claimed", &self.lock.write_claimed())
                     .field("queued", &queue::waiters_of(self.lock.sync.state()))
                     .finish()
             }
@@ -873,6 +880,28 @@ mod tests {
         let fair = RwPolicy::<true, false>;
         assert!(!fair.release_may_admit(FREE - 3, FREE - 2));
         assert!(fair.release_may_admit(FREE - 1, FREE));
+    }
+
+    #[test]
+    fn debug_shows_a_claim() {
+        let raw = <RawRwLock as lock_api::RawRwLock>::INIT;
+        assert!(raw.lock.try_read());
+        let shown = format!("{raw:?}");
+        assert!(
+            shown.contains("readers: 1, write_claimed: false"),
+            "{shown}"
+        );
+        // A claim as `claim_write` sets it, with the reader still inside.
+        let claimed = raw.lock.sync.fetch_update_value(|v| Some(v | CLAIMED));
+        assert!(claimed.is_ok());
+        let shown = format!("{raw:?}");
+        assert!(shown.contains("readers: 1, write_claimed: true"), "{shown}");
+        assert!(!raw.lock.try_read(), "a claimed lock turns reads away (W4)");
+        let dropped = raw.lock.sync.fetch_update_value(|v| Some(v & !CLAIMED));
+        assert!(dropped.is_ok());
+        // SAFETY: a read is held.
+        unsafe { raw.lock.unlock_read() };
+        assert!(format!("{raw:?}").contains("readers: 0, write_claimed: false"));
     }
 
     #[test]
