@@ -632,8 +632,15 @@ fn give_back_keeps_the_hand_off() {
 #[test]
 fn lock_all_gives_back_what_it_took_when_an_acquire_panics() {
     quiet_panics();
-    let a = Arc::new(FairMutex::new(0u32));
-    let b = Arc::new(FairMutex::new(0u32));
+    let (mut a, mut b) = (
+        Arc::new(FairMutex::new(0u32)),
+        Arc::new(FairMutex::new(0u32)),
+    );
+    // `lock_all` takes locks in address order (G1): the thread must hold
+    // `a` while it waits for `b`, so `a` is the one at the lower address.
+    if Arc::as_ptr(&b) < Arc::as_ptr(&a) {
+        std::mem::swap(&mut a, &mut b);
+    }
     let held = b.lock();
     let thread = {
         let (a, b) = (Arc::clone(&a), Arc::clone(&b));
