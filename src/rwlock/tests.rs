@@ -1,0 +1,100 @@
+//! Unit tests of the read-write locks' core: the read limit, W5's release
+//! rule (`release_may_admit`), `Debug`, and the debug checks on unlocks.
+
+use super::*;
+
+#[test]
+fn a_read_past_the_limit_panics_and_changes_nothing() {
+    let lock = RwCore::<false>::with_readers(MAX_READERS - 1);
+    assert!(lock.try_read(), "the last read below the limit");
+    assert_eq!(lock.readers(), MAX_READERS);
+    for recursive in [false, true] {
+        let taken = std::panic::catch_unwind(|| {
+            if recursive {
+                lock.try_read_recursive()
+            } else {
+                lock.read(None)
+            }
+        });
+        let message = *taken
+            .expect_err("a read past the limit")
+            .downcast::<String>()
+            .unwrap();
+        assert!(message.contains("past its limit"), "{message}");
+        assert_eq!(lock.readers(), MAX_READERS, "the panic changed nothing");
+        assert_eq!(queue::waiters_of(lock.sync.state()), 0);
+    }
+    // SAFETY: a read is held.
+    unsafe { lock.unlock_read() };
+    assert!(lock.try_read(), "below the limit again");
+}
+
+/// W5 at its edges: which releases go through the queue.
+#[test]
+fn release_may_admit_only_what_can_let_a_waiter_in() {
+    let policy = RwPolicy::<false, false>;
+    let admits = |before: u32, after: u32| policy.release_may_admit(before, after);
+    // A read unlock with readers left inside, and the last one.
+    assert!(!admits(FREE - 3, FREE - 2));
+    assert!(admits(FREE - 1, FREE));
+    // A write unlock, fair or not, and a downgrade.
+    assert!(admits(0, FREE));
+    assert!(admits(0, FREE | HANDOFF));
+    assert!(admits(0, FREE - 1));
+    // A read unlock from the read limit opens reads again.
+    assert!(admits(1, 2));
+    // A read unlock with a hand-off pending (a leaving reader took it).
+    assert!(admits((FREE - 2) | HANDOFF, (FREE - 1) | HANDOFF));
+    // A give-back that restores a hand-off beside readers.
+    assert!(admits(FREE - 3, (FREE - 2) | HANDOFF));
+    // Under a claim nothing goes in (W4); its drop with readers inside
+    // does.
+    assert!(!admits((FREE - 2) | CLAIMED, (FREE - 1) | CLAIMED));
+    assert!(!admits((FREE - 1) | CLAIMED, FREE | CLAIMED));
+    assert!(admits((FREE - 2) | CLAIMED, FREE - 2));
+    // The fair lock follows the same rule.
+    let fair = RwPolicy::<true, false>;
+    assert!(!fair.release_may_admit(FREE - 3, FREE - 2));
+    assert!(fair.release_may_admit(FREE - 1, FREE));
+}
+
+#[test]
+fn debug_shows_a_claim() {
+    let raw = <RawRwLock as lock_api::RawRwLock>::INIT;
+    assert!(raw.lock.try_read());
+    let shown = format!("{raw:?}");
+    assert!(
+        shown.contains("readers: 1, write_claimed: false"),
+        "{shown}"
+    );
+    // A claim as `claim_write` sets it, with the reader still inside.
+    let claimed = raw.lock.sync.fetch_update_value(|v| Some(v | CLAIMED));
+    assert!(claimed.is_ok());
+    let shown = format!("{raw:?}");
+    assert!(shown.contains("readers: 1, write_claimed: true"), "{shown}");
+    assert!(!raw.lock.try_read(), "a claimed lock turns reads away (W4)");
+    let dropped = raw.lock.sync.fetch_update_value(|v| Some(v & !CLAIMED));
+    assert!(dropped.is_ok());
+    // SAFETY: a read is held.
+    unsafe { raw.lock.unlock_read() };
+    assert!(format!("{raw:?}").contains("readers: 0, write_claimed: false"));
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "no reader held it")]
+fn a_read_unlock_of_an_unheld_lock_panics_in_debug_builds() {
+    let lock = RwCore::<true>::new();
+    // SAFETY: deliberately broken: the debug check panics first.
+    unsafe { lock.unlock_read() };
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "no writer held it")]
+fn a_write_unlock_while_reading_panics_in_debug_builds() {
+    let lock = RwCore::<false>::new();
+    assert!(lock.try_read());
+    // SAFETY: deliberately broken: the debug check panics first.
+    unsafe { lock.unlock_write(false) };
+}
