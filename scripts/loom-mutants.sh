@@ -93,11 +93,11 @@ mutants=(
   "look_link_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair|$passed"
   "look_cancel_no_bump|rwlock::loom_models::arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair|$passed"
   "look_head_no_bump|rwlock::loom_models::arriving_reader_sees_a_writer_behind_a_new_head_nonfair|$passed"
-  "write_claim_ignored|rwlock::loom_models::claimed_write_refuses_arriving_readers_nonfair|$write_claim_passed"
-  "write_claim_kept|rwlock::loom_models::claimed_write_refuses_arriving_readers_nonfair|$deadlock"
+  "write_claim_ignored|rwlock::loom_models::writer_wait::claimed_write_refuses_arriving_readers_nonfair|$write_claim_passed"
+  "write_claim_kept|rwlock::loom_models::writer_wait::claimed_write_refuses_arriving_readers_nonfair|$deadlock"
   "write_claim_takes_early|rwlock::loom_models::writer_against_readers_nonfair|Causality violation"
-  "write_claim_drop_wakes_nobody|rwlock::loom_models::dropped_claim_wakes_a_reader_queued_under_it_nonfair|a dropped claim left a reader queued under it asleep"
-  "read_unlock_wakes_writer|rwlock::loom_models::read_unlock_with_readers_inside_wakes_nobody_nonfair|a read unlock with a reader still inside woke the queued writer"
+  "write_claim_drop_wakes_nobody|rwlock::loom_models::writer_wait::dropped_claim_wakes_a_reader_queued_under_it_nonfair|a dropped claim left a reader queued under it asleep"
+  "read_unlock_wakes_writer|rwlock::loom_models::writer_wait::read_unlock_with_readers_inside_wakes_nobody_nonfair|a read unlock with a reader still inside woke the queued writer"
 )
 
 # Every patch file has a row above, and every row a patch file.
