@@ -369,7 +369,7 @@ pub trait RwLockAsync<R: AsyncRawRwLock, T: ?Sized> {
     ///
     /// # Panics
     ///
-    /// If the read count is at its limit (2^29 − 1 holds).
+    /// If the read count is at its limit (2^28 − 1 holds).
     ///
     /// # Cancel safety
     ///

@@ -1,17 +1,19 @@
 //! Parking: the one piece of the crate that sleeps.
 //!
 //! On std this is `parking_lot_core`'s `park` and `unpark_one`, keyed by a
-//! queue node's address. loom cannot see through `parking_lot_core` (it keeps
-//! its own hash table of sleeping threads behind OS locks), so under
-//! `cfg(aqs_loom)` this module models the small part of its contract that the
-//! queue relies on: `park` with a `validate` callback run under the same lock
-//! that `unpark_one` takes, and an optional timeout that may fire at any
-//! moment. Both back ends expose the same three functions: [`park`],
-//! [`unpark_one`] and [`deadline_passed`].
+//! queue node's address (or a synchronizer's key aside, K3). loom cannot
+//! see through `parking_lot_core` (it keeps its own hash table of sleeping
+//! threads behind OS locks), so under `cfg(aqs_loom)` this module models
+//! the small part of its contract that the queue relies on: `park` with a
+//! `validate` callback run under the same lock that `unpark_one` takes,
+//! and an optional timeout that may fire at any moment. Both back ends
+//! expose the same three functions: [`park`], [`unpark_one`] and
+//! [`deadline_passed`].
 //!
 //! # Invariants
 //!
-//! * **K1, keys are never dereferenced.** A key is a node address; a late
+//! * **K1, keys are never dereferenced.** A key is a node address (or a
+//!   synchronizer's key aside, K3); a late
 //!   `unpark_one` on a key whose node was freed and reused only causes a
 //!   spurious wake-up, which every caller's park loop absorbs.
 //! * **K2, validate under the lock.** `validate` runs with the key's queue
@@ -19,6 +21,11 @@
 //!   `validate` tests *before* calling `unpark_one` is therefore never lost:
 //!   either `validate` sees the change, or the sleeper is already queued and
 //!   `unpark_one` finds it.
+//! * **K3, one key aside per synchronizer.** Besides node addresses, the
+//!   queue parks on one key per synchronizer: its own address plus one
+//!   (`RawSync::park_aside`), for the one thread its policy lets wait
+//!   outside the queue. That key is odd, so never a node's, and lies
+//!   inside the synchronizer's own bytes, so never another object's.
 
 use std::time::Instant;
 
@@ -63,9 +70,10 @@ pub(crate) fn park(
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
     let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
     let park = parking_lot_core::park;
-    // SAFETY: K1: `key` is our own node's address, so no other
-    // synchronizer parks on it; `validate` is one atomic load (no panic, no
-    // parking_lot call) and the other two callbacks do nothing.
+    // SAFETY: K1, K3: `key` is our own node's address or our
+    // synchronizer's key aside, so no other synchronizer parks on it;
+    // `validate` is one atomic load and a test (no panic, no parking_lot
+    // call) and the other two callbacks do nothing.
     let result = unsafe { park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
@@ -80,7 +88,7 @@ pub(crate) fn park(
 pub(crate) fn unpark_one(key: usize) {
     use parking_lot_core::DEFAULT_UNPARK_TOKEN;
     // SAFETY: the callback only returns a token, so it neither panics nor calls
-    // into parking_lot; `key` is a node address (K1).
+    // into parking_lot; `key` is a node address or a key aside (K1, K3).
     unsafe {
         parking_lot_core::unpark_one(key, |_| DEFAULT_UNPARK_TOKEN);
     }

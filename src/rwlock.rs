@@ -5,9 +5,9 @@
 //! The value is the lock's free capacity, so that every acquire takes and
 //! every release adds (the core's `release_adds`):
 //!
-//! | value (without `HANDOFF` and `CLAIMED`) | meaning |
+//! | value (without `HANDOFF`, `CLAIMED` and `PARKED`) | meaning |
 //! |---|---|
-//! | `FREE` (2^29) | nobody holds the lock |
+//! | `FREE` (2^28) | nobody holds the lock |
 //! | `FREE - r`, 1 ≤ r ≤ `MAX_READERS` | `r` read holds (recursive ones count) |
 //! | 0 | a writer holds it |
 //!
@@ -30,30 +30,39 @@
 //!   set by a writer's release, when the value is 0, or given back with
 //!   what a first waiter took when a waker it woke panicked (O3 in
 //!   `queue/mod.rs`), so it is never added twice, and the value without a
-//!   claim's bit (W4) never passes `FREE | HANDOFF`.
+//!   claim's bits (W4) never passes `FREE | HANDOFF`.
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
 //! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
 //!   not; a task's write never claims) that finds readers inside, no claim
 //!   and no hand-off sets `CLAIMED` (2^30) beside the value, queue or not,
-//!   and spins for the last reader to leave instead of queueing
-//!   (parking_lot's writer bit). While it is set, no hook grants anything
+//!   and waits for the last reader to leave instead of queueing
+//!   (parking_lot's writer bit): it spins, then sleeps aside, outside the
+//!   queue (`RawSync::park_aside`), with `PARKED` (2^29) set beside the
+//!   claim, and a release that empties the lock or restores a hand-off
+//!   beside `PARKED` wakes it (`release_wakes_aside`). Both bits stay
+//!   through a recursive read admitted under the claim. While the claim
+//!   is set, no hook grants anything
 //!   but a recursive read among readers already inside (arriving, or
 //!   queued, where a recursive read keeps its policy): other reads,
 //!   writes, arrivals and queued waiters alike refuse, and a release does
 //!   not go through the queue (`release_may_admit`), since only the
-//!   claimant may take the lock it frees. Only the claimant clears the bit:
-//!   by taking the lock once the value is exactly `FREE | CLAIMED`, or,
-//!   when its spin budget or deadline runs out first, by one CAS that takes
-//!   the lock if it is so by then and otherwise drops the claim. A dropped
+//!   claimant may take the lock it frees. Only the claimant clears the
+//!   bits: by taking the lock once the value is `FREE | CLAIMED` (with or
+//!   without `PARKED`), or, when its deadline passes first or it finds a
+//!   hand-off restored, by one CAS that takes the lock if it is so by then
+//!   and otherwise drops the claim. An untimed claimant never drops it
+//!   otherwise. A dropped
 //!   claim may admit waiters it turned away (readers queued under it, with
 //!   readers still inside), and the releases meanwhile skipped the queue,
 //!   so the drop goes through the queue as a release does
 //!   (`RawSync::update_value_releasing`); after it, releases go through the
 //!   queue again. So no queued waiter misses its wake-up. A give-back
 //!   (O3 in `queue/mod.rs`) may restore a hand-off (W2) beside a claim;
-//!   the claimant then never takes the lock, and its drop wakes the first
-//!   waiter, whose hand-off it is. A claim passes queued waiters, as a
+//!   the claimant does not take the lock while it stands: the give-back
+//!   wakes it if it sleeps (a reader inside may be queued behind the first waiter,
+//!   reading recursively, so it must not sleep on), and its drop wakes the
+//!   first waiter, whose hand-off it is. A claim passes queued waiters, as a
 //!   nonfair writer's arrival does; the fair lock never claims. `is_locked`
 //!   and `read_count` read a claimed lock by its holds alone.
 //! * **W5, a read unlock that leaves readers inside wakes nobody.** A
@@ -76,13 +85,16 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::park::deadline_passed;
+use crate::park::{deadline_passed, Parked};
 use crate::queue::Acquired;
 use crate::queue::{self, Discipline, Policy, RawSync, TryAcquire};
 use crate::spin::PollSpin;
 
 /// The value of an unheld lock: a write takes all of it, a read one unit.
-const FREE: u32 = 1 << 29;
+const FREE: u32 = 1 << 28;
+/// Set beside `CLAIMED` by a claimant that sleeps aside until the last
+/// reader leaves (W4).
+const PARKED: u32 = 1 << 29;
 /// Set beside the value by a nonfair writer that waits for the readers
 /// inside to leave (W4).
 const CLAIMED: u32 = 1 << 30;
@@ -91,7 +103,7 @@ const HANDOFF: u32 = 1 << 31;
 /// The value without its flags: `FREE` less the holds.
 #[inline]
 const fn free_of(value: u32) -> u32 {
-    value & !(HANDOFF | CLAIMED)
+    value & !(HANDOFF | CLAIMED | PARKED)
 }
 /// The most read holds at once, recursive ones included: a read needs a
 /// value of at least 2, so that readers never bring it to the writer's 0.
@@ -118,7 +130,9 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
             return None;
         }
         Some(Acquired {
-            value: (free - 1) | (value & CLAIMED),
+            // W4: the claim's bits stay, `PARKED` too: the claimant
+            // sleeps until the last of these readers leaves.
+            value: (free - 1) | (value & (CLAIMED | PARKED)),
             propagate: free > 2 && !claimed, // another read fits after this one
         })
     }
@@ -159,8 +173,9 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     }
 
     /// A writer that finds readers inside and cannot claim (W4: the fair
-    /// lock, a lock claimed or handed off already, or a claimant whose
-    /// budget ran out; a task's write never spins) queues at once: until it is queued, arriving readers do not defer to it, so its
+    /// lock, a lock claimed or handed off already, or a claimant that gave
+    /// its claim up; a task's write never spins) queues at once: until it
+    /// is queued, arriving readers do not defer to it, so its
     /// spin would only watch new readers come in (and a spin's late yields
     /// would hand the CPU to them).
     #[inline]
@@ -193,6 +208,14 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     fn release_may_admit(&self, before: u32, after: u32) -> bool {
         let reads_were_open = free_of(before) >= 2 && before & (CLAIMED | HANDOFF) == 0;
         after & CLAIMED == 0 && (free_of(after) == FREE || after & HANDOFF != 0 || !reads_were_open)
+    }
+
+    /// W4: a sleeping claimant wakes when the last reader leaves (it takes
+    /// the lock) or when a give-back restores a hand-off beside its claim
+    /// (it drops the claim for the first waiter).
+    #[inline]
+    fn release_wakes_aside(&self, after: u32) -> bool {
+        !FAIR && after & PARKED != 0 && (free_of(after) == FREE || after & HANDOFF != 0)
     }
 }
 
@@ -312,11 +335,13 @@ impl<const FAIR: bool> RwCore<FAIR> {
     }
 
     /// A nonfair writer's wait for the readers inside to leave (W4): claim
-    /// the lock, queue or not, spin until the last reader leaves and take
-    /// it. Returns `false`, holding and claiming nothing, if no reader was
-    /// inside, or the lock was claimed or handed off already (the caller
-    /// goes the usual way), or once the spin budget or `deadline` ran out
-    /// with readers still inside (the claim dropped; the caller queues).
+    /// the lock, queue or not, spin briefly, then sleep aside with the
+    /// claim kept until the last reader leaves, and take the lock. Returns
+    /// `false`, holding and claiming nothing, if no reader was inside, or
+    /// the lock was claimed or handed off already (the caller goes the
+    /// usual way); or once `deadline` passed with readers still inside, or
+    /// a give-back restored a hand-off beside the claim (O3), either of
+    /// which drops the claim (the caller queues).
     #[inline(never)]
     fn claim_write(&self, deadline: Option<Instant>) -> bool {
         if self
@@ -341,29 +366,65 @@ impl<const FAIR: bool> RwCore<FAIR> {
             {
                 return true;
             }
-            if deadline.is_some_and(deadline_passed) || !spin.spin() {
+            if deadline.is_some_and(deadline_passed) {
+                return self.drop_claim();
+            }
+            if !spin.spin() {
                 break;
             }
         }
-        // Out of budget: take the lock if it came free meanwhile, else drop
-        // the claim, in one CAS. A dropped claim may admit waiters that it
-        // turned away (readers queued under it, or the one a restored
-        // hand-off is for), and their releases skipped the queue, so the
-        // drop goes through the queue as a release does (W4).
+        // The readers stay: sleep aside until the last one leaves. `PARKED`
+        // asks its release to wake us (`release_wakes_aside`); it is set
+        // only beside our claim, and the claimant alone clears it.
+        loop {
+            let looked = self.sync.fetch_update_value(|value| {
+                if value & !PARKED == FREE | CLAIMED {
+                    Some(0)
+                } else if value & HANDOFF == 0 {
+                    Some(value | PARKED)
+                } else {
+                    None // the first waiter's: drop the claim
+                }
+            });
+            match looked {
+                Ok(old) if old & !PARKED == FREE | CLAIMED => return true,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+            // K2: a release that empties the lock or restores a hand-off
+            // after this check wakes us; one before it fails the check.
+            let parked = self.sync.park_aside(
+                |value| free_of(value) != FREE && value & HANDOFF == 0,
+                deadline,
+            );
+            if parked == Parked::TimedOut {
+                break;
+            }
+        }
+        self.drop_claim()
+    }
+
+    /// The claimant's give-up (W4): take the lock if it came free
+    /// meanwhile, else drop the claim (`PARKED` with it), in one CAS; returns
+    /// whether it took. A dropped claim may admit waiters that it turned
+    /// away (readers queued under it, or the one a restored hand-off is
+    /// for), and their releases skipped the queue, so the drop goes through
+    /// the queue as a release does.
+    fn drop_claim(&self) -> bool {
         let old = self
             .sync
             .update_value_releasing(&RwPolicy::<FAIR, false>, |value| {
-                if value == FREE | CLAIMED {
+                if value & !PARKED == FREE | CLAIMED {
                     (0, false)
                 } else {
-                    (value & !CLAIMED, true)
+                    (value & !(CLAIMED | PARKED), true)
                 }
             });
         assert!(
             old & CLAIMED != 0,
             "aqs: a claimed write was taken by another"
         );
-        old == FREE | CLAIMED
+        old & !PARKED == FREE | CLAIMED
     }
 
     #[inline]
@@ -669,11 +730,13 @@ raw_rwlock!(
     /// takes a free lock even while others are queued, and an arriving
     /// reader joins the readers inside unless a writer is first in the
     /// queue, so a stream of readers cannot starve a writer. An arriving
-    /// writer thread (not a task) that finds readers inside does not queue
-    /// at once: it marks the
-    /// lock claimed, which turns new readers away as a queued writer does,
-    /// and spins briefly for the readers inside to leave (parking_lot's
-    /// writer does the same); only if they stay does it queue. Queued
+    /// writer thread (not a task) that finds readers inside, and no other
+    /// writer waiting that way, does not queue: it marks the lock claimed,
+    /// which turns new readers away as a queued writer does, spins briefly
+    /// for the readers inside to leave, and then sleeps until the last of
+    /// them unlocks (parking_lot's writer does the same). A timed writer
+    /// whose deadline passes first gives the claim up and returns, and only
+    /// then do the readers it turned away get in. Queued
     /// threads are served in FIFO order; readers queued together wake
     /// together. A recursive read (`read_recursive`) never waits behind a
     /// queued or claiming writer, so a thread that already reads cannot
@@ -681,11 +744,11 @@ raw_rwlock!(
     ///
     /// # Limits
     ///
-    /// Read holds, recursive ones included, count up to 2^29 − 1
-    /// (536,870,911); a read past that panics and changes nothing. The
+    /// Read holds, recursive ones included, count up to 2^28 − 1
+    /// (268,435,455); a read past that panics and changes nothing. The
     /// write lock is not reentrant. (The JDK kept 16 bits for each count
     /// until it widened its state to 64 bits; here the counts share the
-    /// value's 32 bits: 29 for readers, one for the hand-off and one for a
+    /// value's 32 bits: 28 for readers, one for the hand-off and two for a
     /// writer's claim.)
     ///
     /// # Upgradable reads

@@ -36,6 +36,9 @@ trait Raw:
 {
     fn queue_length(&self) -> usize;
     fn read_count(&self) -> usize;
+    /// Whether a writer waits: queued, or (the nonfair lock's writer
+    /// thread) claiming the lock while the readers inside leave.
+    fn writer_waits(&self) -> bool;
 }
 
 impl Raw for RawRwLock {
@@ -45,6 +48,9 @@ impl Raw for RawRwLock {
     fn read_count(&self) -> usize {
         RawRwLock::read_count(self)
     }
+    fn writer_waits(&self) -> bool {
+        self.queue_length() > 0 || format!("{self:?}").contains("write_claimed: true")
+    }
 }
 
 impl Raw for RawFairRwLock {
@@ -53,6 +59,9 @@ impl Raw for RawFairRwLock {
     }
     fn read_count(&self) -> usize {
         RawFairRwLock::read_count(self)
+    }
+    fn writer_waits(&self) -> bool {
+        self.queue_length() > 0
     }
 }
 
@@ -159,9 +168,10 @@ fn writer_excludes_everyone<R: Raw>() {
 }
 both!(writer_excludes_everyone);
 
-/// Readers arriving while a writer waits first in line queue behind it, in
-/// both kinds; the recursive read does not (a reader that already holds
-/// cannot deadlock behind the writer that waits for it).
+/// Readers arriving while a writer waits (first in line, or claiming the
+/// nonfair lock) queue and come after it, in both kinds; the recursive read
+/// does not (a reader that already holds cannot deadlock behind the writer
+/// that waits for it).
 fn arriving_readers_defer_to_a_queued_writer<R: Raw>() {
     let lock = Arc::new(Lock::<R>::new(0));
     let r = lock.read();
@@ -169,7 +179,9 @@ fn arriving_readers_defer_to_a_queued_writer<R: Raw>() {
         let lock = Arc::clone(&lock);
         thread::spawn(move || *lock.write() += 1)
     };
-    wait_until("the writer queues", || queued(&lock) == 1);
+    // SAFETY: only reads the raw lock's state.
+    wait_until("the writer waits", || unsafe { lock.raw() }.writer_waits());
+    let ahead = queued(&lock);
     let reader_in = Arc::new(AtomicBool::new(false));
     let reader = {
         let (lock, reader_in) = (Arc::clone(&lock), Arc::clone(&reader_in));
@@ -179,7 +191,7 @@ fn arriving_readers_defer_to_a_queued_writer<R: Raw>() {
             *g
         })
     };
-    wait_until("the reader queues behind the writer", || queued(&lock) == 2);
+    wait_until("the reader queues", || queued(&lock) == ahead + 1);
     assert!(!reader_in.load(SeqCst), "a reader passed a queued writer");
     assert!(lock.try_read().is_none(), "try_read passed a queued writer");
     let again = lock.read_recursive();
@@ -454,6 +466,55 @@ fn a_stream_of_readers_does_not_starve_a_writer() {
     for r in readers {
         join_bounded(r);
     }
+}
+
+/// A nonfair writer that finds a reader inside claims the lock and sleeps
+/// with the claim kept: an arriving reader waits. A timed writer whose
+/// deadline passes gives the claim up, and the reader it turned away gets
+/// in beside the first, with nothing left claimed; an untimed one takes the
+/// lock when the last reader leaves, before that reader.
+#[test]
+fn a_claimant_that_times_out_lets_in_the_readers_it_turned_away() {
+    let lock = Arc::new(RwLock::new(0u64));
+    let r = lock.read();
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || lock.try_write_for(Duration::from_millis(500)).is_some())
+    };
+    // SAFETY: only reads the raw lock's state.
+    wait_until("the writer claims", || unsafe { lock.raw() }.writer_waits());
+    assert!(
+        lock.try_read().is_none(),
+        "a reader passed a claimed writer"
+    );
+    let reader = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.read())
+    };
+    assert!(!join_bounded(writer), "the writer got in past a read");
+    assert_eq!(
+        join_bounded(reader),
+        0,
+        "the reader got in beside the first"
+    );
+    // SAFETY: only reads the raw lock's state.
+    let raw = unsafe { lock.raw() };
+    assert!(!raw.writer_waits(), "a claim outlived its writer");
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.write() += 1)
+    };
+    // SAFETY: only reads the raw lock's state.
+    wait_until("the writer claims", || unsafe { lock.raw() }.writer_waits());
+    let reader = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.read())
+    };
+    wait_until("the reader queues", || queued(&lock) == 1);
+    drop(r);
+    join_bounded(writer);
+    assert_eq!(join_bounded(reader), 1, "the reader came after the writer");
+    assert!(lock.try_write().is_some(), "nothing was left held");
 }
 
 /// Timed-out waiters of both modes leave the queue and hold nothing.

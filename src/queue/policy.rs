@@ -126,6 +126,17 @@ pub(crate) trait Policy {
         true
     }
 
+    /// Whether a release (or a give-back, O3) that left the value at `after`
+    /// must wake the one thread that may sleep aside, outside the queue,
+    /// keyed by the synchronizer ([`RawSync::park_aside`](super::RawSync::park_aside)):
+    /// a read-write lock's claimant waiting for the last reader to leave
+    /// (W4 in `rwlock.rs`). Asked after every release's RMW, queue or not,
+    /// so it must be a test of `after` alone. Off by default.
+    fn release_wakes_aside(&self, after: u32) -> bool {
+        let _ = after;
+        false
+    }
+
     /// Whether a multi-unit release wakes every waiter it could serve, not
     /// only the first, letting them take value out of turn through
     /// [`Policy::try_acquire_out_of_turn`] (`wake_ahead`). Off by

@@ -66,6 +66,22 @@ fn spawn_writer<const FAIR: bool>(lock: &Arc<RwCore<FAIR>>) -> thread::JoinHandl
     })
 }
 
+/// Spawns a thread that takes the write lock once through the queue, as a
+/// writer that finds the lock claimed already (or a task's write) does: it
+/// never claims (W4), so while readers are inside it queues, and models of
+/// a reader's look at a queued writer can wait for it there.
+fn spawn_queued_writer<const FAIR: bool>(lock: &Arc<RwCore<FAIR>>) -> thread::JoinHandle<()> {
+    let lock = Arc::clone(lock);
+    thread::spawn(move || {
+        assert!(lock
+            .sync
+            .acquire_exclusive(&super::RwPolicy::<FAIR, false>, FREE, None)
+            .is_ok());
+        // SAFETY: this thread holds the write lock.
+        unsafe { lock.unlock_write(false) };
+    })
+}
+
 #[cfg(feature = "async")]
 impl<'a> Read<'a> {
     /// A nonfair read queued on `lock`: polled once, it must wait.
@@ -292,15 +308,16 @@ fn timed_write_gives_up_during_hand_off_fair() {
     timed_write_gives_up_during_hand_off::<true>();
 }
 
-/// Main reads; a writer queues first; an arriving reader must not pass it,
-/// in either mode (the nonfair lock's readers defer to a writer first in
-/// line). Bound 0: the arrangement is fixed; what is checked is the
-/// arrival's look at the queue.
+/// Main reads; a writer queues first (one that does not claim: W4 has its
+/// own models); an arriving reader must not pass it, in either mode (the
+/// nonfair lock's readers defer to a writer first in line). Bound 0: the
+/// arrangement is fixed; what is checked is the arrival's look at the
+/// queue.
 fn arriving_reader_defers_to_a_queued_writer<const FAIR: bool>() {
     check(0, || {
         let lock = Arc::new(RwCore::<FAIR>::new());
         assert!(lock.read(None));
-        let writer = spawn_writer(&lock);
+        let writer = spawn_queued_writer(&lock);
         until_queued(&lock, 1);
         assert!(!lock.try_read(), "a reader passed a queued writer");
         assert!(
@@ -400,8 +417,8 @@ fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
 /// V1, a writer linked after a look: main holds the write lock; a reader
 /// queues (an async read) and main unlocks (nonfair), which wakes it. The
 /// reader has not run, nobody waits behind it, so main's read gets in, and
-/// its look caches "no writer next". A writer then queues behind the woken
-/// reader: main's next read must defer to it. Bound 1. The planted bug
+/// its look caches "no writer next". A writer (one that does not claim)
+/// then queues behind the woken reader: main's next read must defer to it. Bound 1. The planted bug
 /// `look_link_no_bump` links a writer without a bump, so the cached "no"
 /// lets main pass it.
 #[cfg(feature = "async")]
@@ -417,7 +434,7 @@ fn arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair() {
             lock.try_read(),
             "a reader deferred with only a woken reader queued"
         );
-        let writer = spawn_writer(&lock);
+        let writer = spawn_queued_writer(&lock);
         until_queued(&lock, 2);
         defer_then_drain(&lock, read, 1, writer);
     });

@@ -1,5 +1,6 @@
 //! Unit tests of the read-write locks' core: the read limit, W5's release
-//! rule (`release_may_admit`), `Debug`, and the debug checks on unlocks.
+//! rule (`release_may_admit`), W4's wake aside and a recursive read under a
+//! claim, `Debug`, and the debug checks on unlocks.
 
 use super::*;
 
@@ -56,6 +57,39 @@ fn release_may_admit_only_what_can_let_a_waiter_in() {
     let fair = RwPolicy::<true, false>;
     assert!(!fair.release_may_admit(FREE - 3, FREE - 2));
     assert!(fair.release_may_admit(FREE - 1, FREE));
+}
+
+/// W4's wake aside: only a release that empties a lock with a sleeping
+/// claimant, or restores a hand-off beside one, wakes it.
+#[test]
+fn only_a_release_the_claimant_waits_for_wakes_it() {
+    let wakes = |after: u32| RwPolicy::<false, false>.release_wakes_aside(after);
+    let asleep = CLAIMED | PARKED;
+    // The last read unlock, and one that leaves a reader inside.
+    assert!(wakes(FREE | asleep));
+    assert!(!wakes((FREE - 1) | asleep));
+    // A give-back that restores a hand-off beside readers or none.
+    assert!(wakes((FREE - 1) | HANDOFF | asleep));
+    assert!(wakes(FREE | HANDOFF | asleep));
+    // A claimant that has not gone to sleep spins on the value itself.
+    assert!(!wakes(FREE | CLAIMED));
+    // Without a claim nobody sleeps aside; the fair lock never claims.
+    assert!(!wakes(FREE));
+    assert!(!wakes(FREE | HANDOFF));
+    assert!(!RwPolicy::<true, false>.release_wakes_aside(FREE | asleep));
+}
+
+/// A recursive read admitted under a sleeping claim keeps both of the
+/// claim's bits, so that the last read unlock still wakes the claimant.
+#[test]
+fn a_recursive_read_under_a_claim_keeps_its_bits() {
+    let asleep = CLAIMED | PARKED;
+    let taken = RwPolicy::<false, true>.try_acquire_shared((FREE - 1) | asleep, 1, false);
+    assert_eq!(taken.map(|a| a.value), Some((FREE - 2) | asleep));
+    // Nor does a claim with nobody inside admit it; the claimant's turn.
+    assert!(RwPolicy::<false, true>
+        .try_acquire_shared(FREE | asleep, 1, false)
+        .is_none());
 }
 
 #[test]
