@@ -34,37 +34,34 @@
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
 //! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
-//!   not; a task's write never claims) that finds readers inside, no claim
-//!   and no hand-off sets `CLAIMED` (2^30) beside the value, queue or not,
-//!   and waits for the last reader to leave instead of queueing
-//!   (parking_lot's writer bit): it spins, then sleeps aside, outside the
-//!   queue (`RawSync::park_aside`), with `PARKED` (2^29) set beside the
-//!   claim, and a release that empties the lock or restores a hand-off
-//!   beside `PARKED` wakes it (`release_wakes_aside`). Both bits stay
-//!   through a recursive read admitted under the claim. While the claim
-//!   is set, no hook grants anything
-//!   but a recursive read among readers already inside (arriving, or
-//!   queued, where a recursive read keeps its policy): other reads,
-//!   writes, arrivals and queued waiters alike refuse, and a release does
-//!   not go through the queue (`release_may_admit`), since only the
-//!   claimant may take the lock it frees. Only the claimant clears the
-//!   bits: by taking the lock once the value is `FREE | CLAIMED` (with or
-//!   without `PARKED`), or, when its deadline passes first or it finds a
-//!   hand-off restored, by one CAS that takes the lock if it is so by then
-//!   and otherwise drops the claim. An untimed claimant never drops it
-//!   otherwise. A dropped
-//!   claim may admit waiters it turned away (readers queued under it, with
-//!   readers still inside), and the releases meanwhile skipped the queue,
-//!   so the drop goes through the queue as a release does
-//!   (`RawSync::update_value_releasing`); after it, releases go through the
-//!   queue again. So no queued waiter misses its wake-up. A give-back
-//!   (O3 in `queue/mod.rs`) may restore a hand-off (W2) beside a claim;
-//!   the claimant does not take the lock while it stands: the give-back
-//!   wakes it if it sleeps (a reader inside may be queued behind the first waiter,
-//!   reading recursively, so it must not sleep on), and its drop wakes the
-//!   first waiter, whose hand-off it is. A claim passes queued waiters, as a
-//!   nonfair writer's arrival does; the fair lock never claims. `is_locked`
-//!   and `read_count` read a claimed lock by its holds alone.
+//!   not; a task's write never claims) that finds readers inside, no claim and
+//!   no hand-off sets `CLAIMED` (2^30) beside the value, queue or not, and
+//!   waits for the last reader to leave instead of queueing (parking_lot's
+//!   writer bit): it spins, then sleeps aside, outside the queue
+//!   (`RawSync::park_aside`), with `PARKED` (2^29) set beside the claim, and a
+//!   release that empties the lock or restores a hand-off beside `PARKED`
+//!   wakes it (`release_wakes_aside`). Both bits stay through a recursive read
+//!   admitted under the claim. While the claim is set, no hook grants anything
+//!   but a recursive read among readers already inside (arriving, or queued,
+//!   where a recursive read keeps its policy): other reads, writes, arrivals
+//!   and queued waiters alike refuse, and a release does not go through the
+//!   queue (`release_may_admit`), since only the claimant may take the lock it
+//!   frees. Only the claimant clears the bits: by taking the lock once the
+//!   value is `FREE | CLAIMED` (with or without `PARKED`), or, when its
+//!   deadline passes first or it finds a hand-off restored, by one CAS that
+//!   takes the lock if it is so by then and otherwise drops the claim. An
+//!   untimed claimant never drops it otherwise. A dropped claim may admit
+//!   waiters it turned away (readers queued under it, with readers still
+//!   inside), and the releases meanwhile skipped the queue, so the drop goes
+//!   through the queue as a release does (`RawSync::update_value_releasing`);
+//!   after it, releases go through the queue again. So no queued waiter misses
+//!   its wake-up. A give-back (O3 in `queue/mod.rs`) may restore a hand-off
+//!   (W2) beside a claim; the claimant does not take the lock while it stands:
+//!   the give-back wakes it if it sleeps (a reader inside may be queued behind
+//!   the first waiter, reading recursively, so it must not sleep on), and its
+//!   drop wakes the first waiter, whose hand-off it is. A claim passes queued
+//!   waiters, as a nonfair writer's arrival does; the fair lock never claims.
+//!   `is_locked` and `read_count` read a claimed lock by its holds alone.
 //! * **W5, a read unlock that leaves readers inside wakes nobody.** A
 //!   queued writer needs the value at `FREE`. A queued reader first in line
 //!   (which the hook asks with `others_queued` false) is refused only by a
@@ -736,11 +733,11 @@ raw_rwlock!(
     /// for the readers inside to leave, and then sleeps until the last of
     /// them unlocks (parking_lot's writer does the same). A timed writer
     /// whose deadline passes first gives the claim up and returns, and only
-    /// then do the readers it turned away get in. Queued
-    /// threads are served in FIFO order; readers queued together wake
-    /// together. A recursive read (`read_recursive`) never waits behind a
-    /// queued or claiming writer, so a thread that already reads cannot
-    /// deadlock taking a second read.
+    /// then do the readers it turned away get in. Queued threads are
+    /// served in FIFO order; readers queued together wake together. A
+    /// recursive read (`read_recursive`) never waits behind a queued or
+    /// claiming writer, so a thread that already reads cannot deadlock
+    /// taking a second read.
     ///
     /// # Limits
     ///
