@@ -15,7 +15,8 @@
 #
 # AQS_MUTANTS_CLEAN=0 skips the clean runs, for a caller that runs every
 # model on the clean crate itself and fails if one fails: CI does, with
-# scripts/loom.sh beside this script.
+# scripts/loom.sh beside this script. AQS_MUTANTS_ONLY (below) narrows the
+# run to some planted bugs.
 #
 # The protocol code carries no trace of the bugs. A patch is a unified diff
 # against src/ (`patch -p1`); to write a new one, edit a copy of the crate
@@ -105,6 +106,15 @@ mutants=(
   "write_claim_takes_early|rwlock::loom_models::writer_against_readers_nonfair|Causality violation"
   "write_claim_drop_wakes_nobody|rwlock::loom_models::writer_wait::dropped_claim_wakes_a_reader_queued_under_it_nonfair|a dropped claim left a reader queued under it asleep"
   "read_unlock_wakes_writer|rwlock::loom_models::writer_wait::read_unlock_with_readers_inside_wakes_nobody_nonfair|a read unlock with a reader still inside woke the queued writer"
+  "crowd_wakes_one|rwlock::loom_models::readers_aside::write_unlock_wakes_the_whole_crowd_nonfair|$deadlock"
+  "crowd_parks_without_the_flag|rwlock::loom_models::readers_aside::crowd_misses_no_release_nonfair|$deadlock"
+  "crowd_woken_before_the_clear|rwlock::loom_models::readers_aside::crowd_misses_no_release_nonfair|$deadlock"
+  "write_take_drops_the_crowd|rwlock::loom_models::readers_aside::crowd_misses_no_release_nonfair|$deadlock"
+  "claim_take_drops_the_crowd|rwlock::loom_models::readers_aside::claim_wakes_the_reads_it_turned_aside_nonfair|$deadlock"
+  "dropped_claim_leaves_the_crowd_asleep|rwlock::loom_models::readers_aside::claim_wakes_the_reads_it_turned_aside_timed_nonfair|a dropped claim left the reads it turned aside asleep"
+  "downgrade_leaves_the_crowd_asleep|rwlock::loom_models::downgrade_while_readers_queue_nonfair|$deadlock"
+  "read_take_drops_the_crowd|rwlock::loom_models::readers_aside::crowd_misses_no_release_to_a_read_nonfair|$deadlock"
+  "claim_give_up_take_drops_the_crowd|rwlock::loom_models::readers_aside::claim_wakes_the_reads_it_turned_aside_timed_unlocked_early_nonfair|$deadlock"
 )
 
 # Every patch file has a row above, and every row a patch file.
@@ -114,6 +124,13 @@ for p in tests/mutants/*.patch; do
   # the writer's SIGPIPE would read as "not listed".
   grep -q "^${name}|" <<<"$(printf '%s\n' "${mutants[@]}")" || { echo "no model listed for $p"; exit 1; }
 done
+
+# AQS_MUTANTS_ONLY (an extended regex), if set, keeps only the planted bugs
+# whose names match it, for a developer checking new ones.
+if [[ -n ${AQS_MUTANTS_ONLY:-} ]]; then
+  mapfile -t mutants < <(printf '%s\n' "${mutants[@]}" | grep -E "^(${AQS_MUTANTS_ONLY})\|")
+  [[ ${#mutants[@]} -gt 0 ]] || { echo "no planted bug matches AQS_MUTANTS_ONLY"; exit 1; }
+fi
 
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT

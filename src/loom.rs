@@ -10,11 +10,15 @@
 // `AtomicUsize`: only the waker slot uses it (feature `async`).
 #[cfg(not(aqs_loom))]
 #[cfg_attr(not(feature = "async"), allow(unused_imports))]
-pub(crate) use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{
+    AtomicI32, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+};
 
 #[cfg(aqs_loom)]
 #[cfg_attr(not(feature = "async"), allow(unused_imports))]
-pub(crate) use loom::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{
+    AtomicI32, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+};
 
 pub(crate) use std::sync::atomic::Ordering;
 

@@ -1,13 +1,14 @@
 //! Parking: the one piece of the crate that sleeps.
 //!
-//! On std this is `parking_lot_core`'s `park` and `unpark_one`, keyed by a
-//! queue node's address (or a synchronizer's key aside, K3). loom cannot
-//! see through `parking_lot_core` (it keeps its own hash table of sleeping
-//! threads behind OS locks), so under `cfg(aqs_loom)` this module models
-//! the small part of its contract that the queue relies on: `park` with a
-//! `validate` callback run under the same lock that `unpark_one` takes,
-//! and an optional timeout that may fire at any moment. Both back ends
-//! expose the same three functions: [`park`], [`unpark_one`] and
+//! On std this is `parking_lot_core`'s `park`, `unpark_one` and
+//! `unpark_all`, keyed by a queue node's address (or one of a
+//! synchronizer's keys aside, K3). loom cannot see through
+//! `parking_lot_core` (it keeps its own hash table of sleeping threads
+//! behind OS locks), so under `cfg(aqs_loom)` this module models the small
+//! part of its contract that the queue relies on: `park` with a `validate`
+//! callback run under the same lock that the unparks take, and an optional
+//! timeout that may fire at any moment. Both back ends expose the same four
+//! functions: [`park`], [`unpark_one`], [`unpark_all`] and
 //! [`deadline_passed`].
 //!
 //! # Invariants
@@ -17,22 +18,25 @@
 //!   `unpark_one` on a key whose node was freed and reused only causes a
 //!   spurious wake-up, which every caller's park loop absorbs.
 //! * **K2, validate under the lock.** `validate` runs with the key's queue
-//!   locked, and `unpark_one` takes the same lock. A waker that changes what
-//!   `validate` tests *before* calling `unpark_one` is therefore never lost:
-//!   either `validate` sees the change, or the sleeper is already queued and
-//!   `unpark_one` finds it.
-//! * **K3, one key aside per synchronizer.** Besides node addresses, the
-//!   queue parks on one key per synchronizer: its own address plus one
-//!   (`RawSync::park_aside`), for the one thread its policy lets wait
-//!   outside the queue. That key is odd, so never a node's, and lies
-//!   inside the synchronizer's own bytes, so never another object's.
+//!   locked, and `unpark_one` and `unpark_all` take the same lock. A waker
+//!   that changes what `validate` tests *before* it unparks is therefore
+//!   never lost: either `validate` sees the change, or the sleeper is
+//!   already queued and the unpark finds it.
+//! * **K3, two keys aside per synchronizer.** Besides node addresses, the
+//!   queue parks on two keys per synchronizer, for threads its policy lets
+//!   wait outside the queue: its own address plus one
+//!   (`RawSync::park_aside`), for at most one thread, woken alone; and its
+//!   address plus three (`RawSync::park_crowd`), for any number, woken all
+//!   at once. Both keys are odd, so never a node's, and lie inside the
+//!   synchronizer's own bytes (its state word alone is eight), so never
+//!   another object's.
 
 use std::time::Instant;
 
 /// Why [`park`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Parked {
-    /// Another thread called [`unpark_one`] with our key.
+    /// Another thread called [`unpark_one`] or [`unpark_all`] with our key.
     Woken,
     /// `validate` returned `false`; the thread never slept.
     Invalid,
@@ -56,8 +60,8 @@ pub(crate) fn deadline_passed(deadline: Instant) -> bool {
 }
 
 /// Parks the calling thread on `key` unless `validate` (run under the key's
-/// queue lock) returns `false`, until [`unpark_one`] on the same key or until
-/// `deadline`.
+/// queue lock) returns `false`, until [`unpark_one`] or [`unpark_all`] on
+/// the same key or until `deadline`.
 ///
 /// `validate` must not panic and must not park or unpark (it runs under a
 /// parking-lot bucket lock).
@@ -70,9 +74,10 @@ pub(crate) fn park(
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
     let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
     let park = parking_lot_core::park;
-    // SAFETY: K1, K3: `key` is our node's or our synchronizer's key aside, so
-    // no other synchronizer parks on it; `validate` is a load and a test (no
-    // panic, no parking_lot call); the other two callbacks do nothing.
+    // SAFETY: K1, K3: `key` is our node's or one of our synchronizer's keys
+    // aside, so no other synchronizer parks on it; `validate` is a load and a
+    // test (no panic, no parking_lot call); the other two callbacks do
+    // nothing.
     let result = unsafe { park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
@@ -93,11 +98,23 @@ pub(crate) fn unpark_one(key: usize) {
     }
 }
 
+/// Wakes every thread parked on `key`. Remembers nothing when nobody is
+/// parked: callers clear the sleepers' condition first (K2).
+#[cfg(not(aqs_loom))]
+pub(crate) fn unpark_all(key: usize) {
+    use parking_lot_core::DEFAULT_UNPARK_TOKEN;
+    // SAFETY: K1, K3: `key` is a synchronizer's key aside, on which only its
+    // own threads park; no callback runs.
+    unsafe {
+        parking_lot_core::unpark_all(key, DEFAULT_UNPARK_TOKEN);
+    }
+}
+
 #[cfg(aqs_loom)]
 mod loom_lot {
-    //! A model of `parking_lot_core::{park, unpark_one}` for loom: one mutex
-    //! stands for the bucket lock, and each sleeper waits on loom's per-thread
-    //! park token until an unparker has removed its entry.
+    //! A model of `parking_lot_core::{park, unpark_one, unpark_all}` for
+    //! loom: one mutex stands for the bucket lock, and each sleeper waits on
+    //! loom's per-thread park token until an unparker has removed its entry.
     use loom::sync::Mutex;
     use loom::thread::Thread;
 
@@ -161,6 +178,21 @@ pub(crate) fn unpark_one(key: usize) {
             .map(|i| lot.sleepers.remove(i))
     };
     if let Some((_, _, thread)) = sleeper {
+        thread.unpark();
+    }
+}
+
+#[cfg(aqs_loom)]
+pub(crate) fn unpark_all(key: usize) {
+    let sleepers: Vec<_> = {
+        let mut lot = loom_lot::LOT.lock().unwrap();
+        let (woken, kept) = std::mem::take(&mut lot.sleepers)
+            .into_iter()
+            .partition(|s| s.0 == key);
+        lot.sleepers = kept;
+        woken
+    };
+    for (_, _, thread) in sleepers {
         thread.unpark();
     }
 }

@@ -5,9 +5,9 @@
 //! The value is the lock's free capacity, so that every acquire takes and
 //! every release adds (the core's `release_adds`):
 //!
-//! | value (without `HANDOFF`, `CLAIMED` and `PARKED`) | meaning |
+//! | value (without `HANDOFF`, `CLAIMED`, `PARKED` and `READERS_ASIDE`) | meaning |
 //! |---|---|
-//! | `FREE` (2^28) | nobody holds the lock |
+//! | `FREE` (2^27) | nobody holds the lock |
 //! | `FREE - r`, 1 ≤ r ≤ `MAX_READERS` | `r` read holds (recursive ones count) |
 //! | 0 | a writer holds it |
 //!
@@ -15,7 +15,7 @@
 //! same back. A queued batch of readers wakes together through shared
 //! propagation, and the core stops propagation at the next queued writer.
 //!
-//! Invariants (cited as W1 to W5):
+//! Invariants (cited as W1 to W6):
 //!
 //! * **W1, one writer or readers.** A write acquire needs the value at
 //!   `FREE` and leaves 0; a read acquire needs at least 2 (not write-held,
@@ -30,7 +30,8 @@
 //!   set by a writer's release, when the value is 0, or given back with
 //!   what a first waiter took when a waker it woke panicked (O3 in
 //!   `queue/mod.rs`), so it is never added twice, and the value without a
-//!   claim's bits (W4) never passes `FREE | HANDOFF`.
+//!   claim's bits (W4) and the crowd's flag (W6) never passes
+//!   `FREE | HANDOFF`.
 //! * **W3, only holders unlock** (`lock_api`'s contract: unlocks are
 //!   `unsafe`). Debug builds check the mode before changing anything.
 //! * **W4, a claimed write is the claimant's.** A nonfair `write` (timed or
@@ -47,7 +48,8 @@
 //!   and queued waiters alike refuse, and a release does not go through the
 //!   queue (`release_may_admit`), since only the claimant may take the lock it
 //!   frees. Only the claimant clears the bits: by taking the lock once the
-//!   value is `FREE | CLAIMED` (with or without `PARKED`), or, when its
+//!   value is `FREE | CLAIMED` (with or without `PARKED`, and keeping the
+//!   crowd's flag, W6), or, when its
 //!   deadline passes first or it finds a hand-off restored, by one CAS that
 //!   takes the lock if it is so by then and otherwise drops the claim. An
 //!   untimed claimant never drops it otherwise. A dropped claim may admit
@@ -78,6 +80,24 @@
 //!   claim, a release from the read limit or with a hand-off pending, a
 //!   give-back that restores one); a release under a claim skips the queue
 //!   as W4 says.
+//! * **W6, a read turned away by a writer waits aside and wakes with the
+//!   others.** A nonfair read (timed or not; not a recursive one, not a
+//!   task's) that finds the lock write-held or claimed (W4) does not queue:
+//!   it spins, then sets `READERS_ASIDE` (2^28) beside the value, in a CAS
+//!   that requires a writer still in, and sleeps in the crowd aside
+//!   (`RawSync::park_crowd`) while a writer is in and the flag set (K2). Any
+//!   release that leaves the value open to reads with the flag set (at least
+//!   2 free and no claim: a write unlock, a downgrade, a dropped claim, a
+//!   give-back) clears the flag and wakes the whole crowd at once
+//!   (`release_wakes_crowd`), as parking_lot's write unlock wakes its
+//!   readers together. Between its RMW and the clear, a writer may take the
+//!   lock again; the crowd then wakes to find it held and waits again, so no
+//!   reader sleeps through an open lock. Every take and release keeps the
+//!   flag (an acquire's new value carries it, a release only adds), so only
+//!   that clear removes it. A woken read that finds no writer in but is
+//!   refused (a queued writer next, a hand-off) queues as before. The flag
+//!   is ignored by every other test (`free_of`), and a crowd reader counts
+//!   in `queue_length`.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -85,10 +105,13 @@ use std::time::{Duration, Instant};
 use crate::park::{deadline_passed, Parked};
 use crate::queue::Acquired;
 use crate::queue::{self, Discipline, Policy, RawSync, TryAcquire};
-use crate::spin::PollSpin;
+use crate::spin::{PollSpin, Spin};
 
 /// The value of an unheld lock: a write takes all of it, a read one unit.
-const FREE: u32 = 1 << 28;
+const FREE: u32 = 1 << 27;
+/// Set beside the value by a read that a writer turned away, before it
+/// sleeps in the crowd aside (W6).
+const READERS_ASIDE: u32 = 1 << 28;
 /// Set beside `CLAIMED` by a claimant that sleeps aside until the last
 /// reader leaves (W4).
 const PARKED: u32 = 1 << 29;
@@ -100,7 +123,13 @@ const HANDOFF: u32 = 1 << 31;
 /// The value without its flags: `FREE` less the holds.
 #[inline]
 const fn free_of(value: u32) -> u32 {
-    value & !(HANDOFF | CLAIMED | PARKED)
+    value & !(HANDOFF | CLAIMED | PARKED | READERS_ASIDE)
+}
+/// Whether a writer holds the lock or claims it (W4): what turns a read
+/// aside (W6).
+#[inline]
+const fn writer_in(value: u32) -> bool {
+    free_of(value) == 0 || value & CLAIMED != 0
 }
 /// The most read holds at once, recursive ones included: a read needs a
 /// value of at least 2, so that readers never bring it to the writer's 0.
@@ -128,8 +157,9 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         }
         Some(Acquired {
             // W4: the claim's bits stay, `PARKED` too: the claimant
-            // sleeps until the last of these readers leaves.
-            value: (free - 1) | (value & (CLAIMED | PARKED)),
+            // sleeps until the last of these readers leaves. W6: so does
+            // the crowd's flag.
+            value: (free - 1) | (value & (CLAIMED | PARKED | READERS_ASIDE)),
             propagate: free > 2 && !claimed, // another read fits after this one
         })
     }
@@ -143,10 +173,11 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     fn try_acquire_exclusive(&self, value: u32, _arg: u32, others_queued: bool) -> Option<u32> {
         let handed_off = value & HANDOFF != 0;
         // W4: a claimed lock is only the claimant's, and it takes it itself.
-        if value & !HANDOFF != FREE || (others_queued && (FAIR || handed_off)) {
+        if value & !(HANDOFF | READERS_ASIDE) != FREE || (others_queued && (FAIR || handed_off)) {
             return None;
         }
-        Some(0)
+        // W6: the crowd's flag stays; this write's unlock wakes it.
+        Some(value & READERS_ASIDE)
     }
 
     #[inline]
@@ -213,6 +244,17 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
     #[inline]
     fn release_wakes_aside(&self, after: u32) -> bool {
         !FAIR && after & PARKED != 0 && (free_of(after) == FREE || after & HANDOFF != 0)
+    }
+
+    /// W6: the reads that a writer turned away wake once reads are open
+    /// again: at least 2 free and no claim.
+    #[inline]
+    fn release_wakes_crowd(&self, after: u32) -> u32 {
+        if !FAIR && after & READERS_ASIDE != 0 && after & CLAIMED == 0 && free_of(after) >= 2 {
+            READERS_ASIDE
+        } else {
+            0
+        }
     }
 }
 
@@ -283,9 +325,53 @@ impl<const FAIR: bool> RwCore<FAIR> {
             return true;
         }
         self.check_read_limit();
+        if !FAIR {
+            return self.read_aside(deadline);
+        }
         self.sync
             .acquire_shared(&RwPolicy::<FAIR, false>, 1, deadline)
             .is_ok()
+    }
+
+    /// A nonfair read's wait (W6): while a writer holds or claims the lock,
+    /// spin, then sleep in the crowd aside until a release opens reads
+    /// again, and try again; refused for another reason (a writer queued
+    /// next, a hand-off, the read limit), queue. Returns `false`, holding
+    /// nothing, once `deadline` passed.
+    #[inline(never)]
+    fn read_aside(&self, deadline: Option<Instant>) -> bool {
+        let policy = &RwPolicy::<FAIR, false>;
+        loop {
+            let spin = Spin::new();
+            loop {
+                if self.sync.try_acquire_shared(policy, 1) == TryAcquire::Acquired {
+                    return true;
+                }
+                if !writer_in(queue::value_of(self.sync.state())) {
+                    return self.sync.acquire_shared(policy, 1, deadline).is_ok();
+                }
+                if deadline.is_some_and(deadline_passed) {
+                    return false;
+                }
+                if !spin.spin() {
+                    break;
+                }
+            }
+            // K2: a release that opens reads after this CAS sees the flag and
+            // wakes us; one before it fails the CAS, or the park's check.
+            let flagged = self
+                .sync
+                .fetch_update_value(|value| writer_in(value).then_some(value | READERS_ASIDE));
+            if flagged.is_ok() {
+                let parked = self.sync.park_crowd(
+                    |value| writer_in(value) && value & READERS_ASIDE != 0,
+                    deadline,
+                );
+                if parked == Parked::TimedOut {
+                    return false;
+                }
+            }
+        }
     }
 
     #[inline]
@@ -344,7 +430,8 @@ impl<const FAIR: bool> RwCore<FAIR> {
         if self
             .sync
             .fetch_update_value(|value| {
-                (value & (CLAIMED | HANDOFF) == 0 && value != 0 && value != FREE)
+                let free = free_of(value);
+                (value & (CLAIMED | HANDOFF) == 0 && free != 0 && free != FREE)
                     .then_some(value | CLAIMED)
             })
             .is_err()
@@ -353,12 +440,14 @@ impl<const FAIR: bool> RwCore<FAIR> {
         }
         let spin = PollSpin::new();
         loop {
-            // A free lock with nothing but our claim on it is ours; one with
-            // a hand-off restored beside the claim (a give-back, O3) is the
-            // first waiter's.
+            // A free lock with nothing but our claim on it (and the crowd's
+            // flag, which stays: W6) is ours; one with a hand-off restored
+            // beside the claim (a give-back, O3) is the first waiter's.
             if self
                 .sync
-                .fetch_update_value(|value| (value == FREE | CLAIMED).then_some(0))
+                .fetch_update_value(|value| {
+                    (value & !READERS_ASIDE == FREE | CLAIMED).then_some(value & READERS_ASIDE)
+                })
                 .is_ok()
             {
                 return true;
@@ -375,8 +464,8 @@ impl<const FAIR: bool> RwCore<FAIR> {
         // only beside our claim, and the claimant alone clears it.
         loop {
             let looked = self.sync.fetch_update_value(|value| {
-                if value & !PARKED == FREE | CLAIMED {
-                    Some(0)
+                if value & !(PARKED | READERS_ASIDE) == FREE | CLAIMED {
+                    Some(value & READERS_ASIDE)
                 } else if value & HANDOFF == 0 {
                     Some(value | PARKED)
                 } else {
@@ -384,7 +473,7 @@ impl<const FAIR: bool> RwCore<FAIR> {
                 }
             });
             match looked {
-                Ok(old) if old & !PARKED == FREE | CLAIMED => return true,
+                Ok(old) if old & !(PARKED | READERS_ASIDE) == FREE | CLAIMED => return true,
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -406,13 +495,15 @@ impl<const FAIR: bool> RwCore<FAIR> {
     /// whether it took. A dropped claim may admit waiters that it turned
     /// away (readers queued under it, or the one a restored hand-off is
     /// for), and their releases skipped the queue, so the drop goes through
-    /// the queue as a release does.
+    /// the queue as a release does; and it wakes the reads it turned aside
+    /// (W6: `release_wakes_crowd`, asked by `update_value_releasing`).
     fn drop_claim(&self) -> bool {
+        let took = |value: u32| value & !(PARKED | READERS_ASIDE) == FREE | CLAIMED;
         let old = self
             .sync
             .update_value_releasing(&RwPolicy::<FAIR, false>, |value| {
-                if value & !PARKED == FREE | CLAIMED {
-                    (0, false)
+                if took(value) {
+                    (value & READERS_ASIDE, false)
                 } else {
                     (value & !(CLAIMED | PARKED), true)
                 }
@@ -421,7 +512,7 @@ impl<const FAIR: bool> RwCore<FAIR> {
             old & CLAIMED != 0,
             "aqs: a claimed write was taken by another"
         );
-        old & !PARKED == FREE | CLAIMED
+        took(old)
     }
 
     #[inline]
@@ -652,8 +743,13 @@ macro_rules! raw_rwlock {
         }
 
         impl $name {
-            /// How many threads are queued waiting, readers and writers (a
-            /// snapshot). The JDK's `getQueueLength()`; reach it through
+            /// How many threads wait, readers and writers (a snapshot): those
+            /// queued, and the nonfair lock's readers that a writer turned
+            /// away and that sleep until it leaves (each counted from just
+            /// before it parks until it returns, up to 65,535 of them). A
+            /// nonfair writer that claims the lock from the readers inside is
+            /// not counted. The
+            /// JDK's `getQueueLength()`; reach it through
             /// [`lock_api::RwLock::raw`].
             ///
             /// # Examples
@@ -664,7 +760,7 @@ macro_rules! raw_rwlock {
             /// # use lock_api::RawRwLock as _;
             /// ```
             pub fn queue_length(&self) -> usize {
-                queue::waiters_of(self.lock.sync.state()) as usize
+                (queue::waiters_of(self.lock.sync.state()) + self.lock.sync.crowd_len()) as usize
             }
 
             /// How many read holds there are now, recursive ones counted
@@ -709,6 +805,7 @@ macro_rules! raw_rwlock {
                     .field("readers", &self.lock.readers())
                     .field("write_claimed", &self.lock.write_claimed())
                     .field("queued", &queue::waiters_of(self.lock.sync.state()))
+                    .field("reading_aside", &self.lock.sync.crowd_len())
                     .finish()
             }
         }
@@ -733,20 +830,25 @@ raw_rwlock!(
     /// for the readers inside to leave, and then sleeps until the last of
     /// them unlocks (parking_lot's writer does the same). A timed writer
     /// whose deadline passes first gives the claim up and returns, and only
-    /// then do the readers it turned away get in. Queued threads are
-    /// served in FIFO order; readers queued together wake together. A
+    /// then do the readers it turned away get in. A reader thread (not a
+    /// task) that a writer holding or claiming the lock turns away does not
+    /// queue either: it spins briefly, then sleeps until the writer's unlock
+    /// (or a downgrade, or a dropped claim) wakes all such readers at once,
+    /// as parking_lot's readers do; a reader that then finds a writer queued
+    /// first queues behind it. Queued threads are served in FIFO order;
+    /// readers queued together wake together. A
     /// recursive read (`read_recursive`) never waits behind a queued or
     /// claiming writer, so a thread that already reads cannot deadlock
     /// taking a second read.
     ///
     /// # Limits
     ///
-    /// Read holds, recursive ones included, count up to 2^28 − 1
-    /// (268,435,455); a read past that panics and changes nothing. The
+    /// Read holds, recursive ones included, count up to 2^27 − 1
+    /// (134,217,727); a read past that panics and changes nothing. The
     /// write lock is not reentrant. (The JDK kept 16 bits for each count
     /// until it widened its state to 64 bits; here the counts share the
-    /// value's 32 bits: 28 for readers, one for the hand-off and two for a
-    /// writer's claim.)
+    /// value's 32 bits: 27 for readers, one for the hand-off, two for a
+    /// writer's claim and one for the reads waiting aside.)
     ///
     /// # Upgradable reads
     ///

@@ -261,6 +261,47 @@ fn readers_queued_behind_a_writer_wake_together<R: Raw>() {
 }
 both!(readers_queued_behind_a_writer_wake_together);
 
+/// The nonfair lock's readers that a writer turns away wait aside, not in
+/// the queue, and count in `queue_length`; a writer that queues meanwhile
+/// goes first, and then the readers come in together.
+#[test]
+fn readers_turned_away_wait_aside_behind_a_queued_writer() {
+    let n = if cfg!(miri) { 3 } else { 4 };
+    let lock = Arc::new(Lock::<RawRwLock>::new(0));
+    let w = lock.write();
+    let inside = Arc::new(Barrier::new(n));
+    let readers: Vec<_> = (0..n)
+        .map(|_| {
+            let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
+            thread::spawn(move || {
+                let seen = *lock.read();
+                inside.wait(); // every reader holds at once
+                seen
+            })
+        })
+        .collect();
+    // SAFETY: reads the state only.
+    let shown = || format!("{:?}", unsafe { lock.raw() });
+    wait_until("every reader waits aside", || {
+        shown().contains(&format!("queued: 0, reading_aside: {n}"))
+    });
+    assert_eq!(queued(&lock), n);
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || *lock.write() = 1)
+    };
+    wait_until("the writer queues", || {
+        shown().contains(&format!("queued: 1, reading_aside: {n}"))
+    });
+    drop(w);
+    join_bounded(writer);
+    for r in readers {
+        assert_eq!(join_bounded(r), 1, "a reader passed the queued writer");
+    }
+    assert!(!lock.is_locked());
+    assert_eq!(queued(&lock), 0);
+}
+
 /// Downgrade: the write lock becomes a read lock with no gap; queued readers
 /// come in beside it, writers stay out until it is dropped.
 fn downgrade_lets_readers_in_and_keeps_writers_out<R: Raw>() {

@@ -7,8 +7,9 @@
 //! discipline), `node` and `reclaim` (queue nodes and when they are freed),
 //! `acquire` (arrival, enqueue and the one resumable acquire step),
 //! `release` (release, propagation and wake-ups), `cancel` (leaving the
-//! queue) and `look` (a read arrival's look for a queued writer, and the
-//! cache of its answer). It uses the shims beside it (`loom`, `park`,
+//! queue), `look` (a read arrival's look for a queued writer, and the
+//! cache of its answer) and `aside` (threads a policy lets sleep outside the
+//! queue). It uses the shims beside it (`loom`, `park`,
 //! `spin`) and nothing else of the crate.
 //!
 //! # Implementation
@@ -278,6 +279,7 @@ use crate::spin::Pace;
 
 mod acquire;
 mod arrive;
+mod aside;
 mod cancel;
 mod enqueue;
 mod look;
@@ -344,6 +346,8 @@ pub(crate) struct RawSync {
     /// synchronizer whose read arrivals look (V3). A plain field, so the
     /// others pay a test of it and no atomic load at each bump point.
     keeps_look: bool,
+    /// How many threads sleep in the crowd aside (`aside.rs`).
+    crowd: aside::CrowdCount,
     /// loom only: set where a real program would drop the synchronizer
     /// (`loom_drop`); read by code that must be done with it by then
     /// (`loom_check_alive`), so a use that could follow the drop is a loom
@@ -390,6 +394,7 @@ impl RawSync {
             pace: Pace::new(),
             look: Look::new(),
             keeps_look,
+            crowd: aside::CrowdCount::new(),
         }
     }
 
@@ -404,6 +409,7 @@ impl RawSync {
             pace: Pace::new(),
             look: Look::new(),
             keeps_look,
+            crowd: aside::CrowdCount::new(),
             dropped: crate::loom::UnsafeCell::new(false),
             loom_yields: false,
         }
@@ -433,8 +439,10 @@ impl RawSync {
     }
 
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;
-    /// for changes that only ever take from the value. Returns the old value,
-    /// or `Err(value)` if `f` returned `None`.
+    /// for changes that admit no waiter: a take, or a flag that the policy's
+    /// hooks ignore or that only refuses (a read-write lock's claim and
+    /// crowd flag, W4 and W6 in `rwlock.rs`). Returns the old value, or
+    /// `Err(value)` if `f` returned `None`.
     pub(crate) fn fetch_update_value(&self, f: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
         self.update_value(|_| false, f)
     }

@@ -126,15 +126,29 @@ pub(crate) trait Policy {
         true
     }
 
-    /// Whether a release (or a give-back, O3) that left the value at `after`
-    /// must wake the one thread that may sleep aside, outside the queue,
-    /// keyed by the synchronizer ([`RawSync::park_aside`](super::RawSync::park_aside)):
-    /// a read-write lock's claimant waiting for the last reader to leave
-    /// (W4 in `rwlock.rs`). Asked after every release's RMW, queue or not,
-    /// so it must be a test of `after` alone. Off by default.
+    /// Whether a release (or a give-back, O3, or a change through
+    /// [`RawSync::update_value_releasing`](super::RawSync::update_value_releasing))
+    /// that left the value at `after` must wake the one thread that may
+    /// sleep aside, outside the queue, keyed by the synchronizer
+    /// ([`RawSync::park_aside`](super::RawSync::park_aside)): a read-write
+    /// lock's claimant waiting for the last reader to leave (W4 in
+    /// `rwlock.rs`). Asked after every such RMW, queue or not, so it must be
+    /// a test of `after` alone. Off by default.
     fn release_wakes_aside(&self, after: u32) -> bool {
         let _ = after;
         false
+    }
+
+    /// The flag of the crowd aside that a release (a give-back, O3, or a
+    /// change through [`RawSync::update_value_releasing`](super::RawSync::update_value_releasing))
+    /// that left the value at `after` must clear, waking every thread
+    /// asleep in the crowd ([`RawSync::park_crowd`](super::RawSync::park_crowd));
+    /// 0 for none. The crowd is a read-write lock's reads that a writer
+    /// turned away (W6 in `rwlock.rs`). Asked after every such RMW, queue or
+    /// not, so it must be a test of `after` alone. Never, by default.
+    fn release_wakes_crowd(&self, after: u32) -> u32 {
+        let _ = after;
+        0
     }
 
     /// Whether a multi-unit release wakes every waiter it could serve, not

@@ -47,9 +47,7 @@ impl RawSync {
             return; // a latch's wait: nothing taken
         }
         let s = self.state.fetch_add(value_delta(taken), AcqRel);
-        if policy.release_wakes_aside(value_of(s).wrapping_add(taken)) {
-            self.unpark_aside();
-        }
+        self.wake_aside_after(policy, value_of(s).wrapping_add(taken));
         let discipline = policy.discipline();
         if discipline.release_enters_queue(s)
             && policy.release_may_admit(value_of(s), value_of(s).wrapping_add(taken))
@@ -94,9 +92,7 @@ impl RawSync {
                 }
             }
         };
-        if policy.release_wakes_aside(after) {
-            self.unpark_aside();
-        }
+        self.wake_aside_after(policy, after);
         let discipline = policy.discipline();
         if discipline.release_enters_queue(s) {
             let wakes = Wakes::of_release(policy, arg);
@@ -150,6 +146,7 @@ impl RawSync {
         let Ok((s, (new, admits))) = changed else {
             unreachable!("neither `f` nor the check refuses");
         };
+        self.wake_aside_after(policy, new);
         let discipline = policy.discipline();
         if admits
             && discipline.release_enters_queue(s)
@@ -158,40 +155,6 @@ impl RawSync {
             super::propagate(self.release_slow(Wakes::First, discipline));
         }
         value_of(s)
-    }
-
-    /// Parks the calling thread aside, outside the queue, on this
-    /// synchronizer's own key (K3 in `park.rs`), unless `validate` (given
-    /// the value, read under the key's bucket lock: K2) returns `false`;
-    /// until a release whose policy asks for it
-    /// ([`Policy::release_wakes_aside`]) wakes it, or until `deadline`.
-    /// At most one thread may sleep aside at a time (the policy's own
-    /// invariant says which: W4 in `rwlock.rs`); wake-ups may be spurious.
-    pub(crate) fn park_aside(
-        &self,
-        validate: impl FnOnce(u32) -> bool,
-        deadline: Option<std::time::Instant>,
-    ) -> crate::park::Parked {
-        crate::park::park(
-            self.aside_key(),
-            || validate(value_of(self.state.load(Acquire))),
-            deadline,
-        )
-    }
-
-    /// Wakes the thread parked aside, if there is one (after the release's
-    /// RMW, so that its `validate` or its next look sees the new value: K2).
-    #[cold]
-    #[inline(never)]
-    fn unpark_aside(&self) {
-        unpark_one(self.aside_key());
-    }
-
-    /// K3: one past this synchronizer's address. Odd, so no node's key
-    /// (nodes are aligned), and inside this synchronizer's own bytes, so no
-    /// other object's address either.
-    fn aside_key(&self) -> usize {
-        self as *const Self as usize + 1
     }
 
     #[cold]

@@ -5,7 +5,8 @@
 //! a writer waits, first or behind a woken reader; and the cache of that
 //! arrival's look at the queue, against each change that must end it (V1 in
 //! `queue/look.rs`). The writer's claim and the read unlocks it waits for
-//! (W4, W5) are in `writer_wait`. Run with `bash scripts/loom.sh`.
+//! (W4, W5) are in `writer_wait`, the reads a writer turns aside (W6) in
+//! `readers_aside`. Run with `bash scripts/loom.sh`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +17,7 @@ use super::{RwCore, FREE};
 use crate::loom::model::{check, Guarded};
 use crate::queue;
 
+mod readers_aside;
 mod writer_wait;
 
 /// A nonfair read acquire as a future, for the models that hold a queued
@@ -49,9 +51,11 @@ fn assert_free<const FAIR: bool>(lock: &RwCore<FAIR>) {
     );
 }
 
-/// Waits (yielding, which costs no preemption) until `n` threads queue.
+/// Waits (yielding, which costs no preemption) until `n` threads wait:
+/// queued, or (a nonfair read that a writer turned away: W6) in the crowd
+/// aside, counted from just before its park's check.
 fn until_queued<const FAIR: bool>(lock: &RwCore<FAIR>, n: u32) {
-    while queue::waiters_of(lock.sync.state()) < n {
+    while queue::waiters_of(lock.sync.state()) + lock.sync.crowd_len() < n {
         thread::yield_now();
     }
 }
@@ -174,9 +178,12 @@ fn writer_against_readers_fair() {
 /// reader: the readers read the guarded cell and the writer writes it, so
 /// an overlap is a causality violation, and a lost propagation leaves a
 /// reader asleep (loom's deadlock). That the batch is inside at once is the
-/// behaviour tests' business (a barrier inside the read lock). Bound 1: the
-/// queue order is set up by waiting on the count, and one preemption
-/// places the unlock against a waiter's arming.
+/// behaviour tests' business (a barrier inside the read lock). In the
+/// nonfair twin the readers wait aside instead of queueing (W6): main's
+/// unlock wakes them together, they find the writer queued first and queue
+/// behind it, and its unlock wakes their batch. Bound 1: the queue order is
+/// set up by waiting on the count, and one preemption places the unlock
+/// against a waiter's arming.
 fn readers_batch_behind_a_writer<const FAIR: bool>() {
     check(1, || {
         let lock = Arc::new(RwCore::<FAIR>::new());
@@ -228,7 +235,9 @@ fn readers_batch_behind_a_writer_fair() {
 /// still reading, joins the reader: the queued reader must get in beside
 /// main's read (a downgrade wakes queued readers). A downgrade that skipped
 /// the queue leaves the reader asleep and main waiting for it: loom's
-/// deadlock. Bound 2.
+/// deadlock. In the nonfair twin the reader waits aside (W6), and the
+/// downgrade must wake the crowd: `downgrade_leaves_the_crowd_asleep` fails
+/// it. Bound 2.
 fn downgrade_while_readers_queue<const FAIR: bool>() {
     check(2, || {
         let lock = Arc::new(RwCore::<FAIR>::new());

@@ -1,6 +1,7 @@
 //! Unit tests of the read-write locks' core: the read limit, W5's release
 //! rule (`release_may_admit`), W4's wake aside and a recursive read under a
-//! claim, `Debug`, and the debug checks on unlocks.
+//! claim, W6's crowd flag (kept by every take, cleared by the releases that
+//! open reads), `Debug`, and the debug checks on unlocks.
 
 use super::*;
 
@@ -90,6 +91,53 @@ fn a_recursive_read_under_a_claim_keeps_its_bits() {
     assert!(RwPolicy::<false, true>
         .try_acquire_shared(FREE | asleep, 1, false)
         .is_none());
+}
+
+/// W6's wake of the crowd: a release wakes the reads aside exactly when
+/// it leaves reads open (at least 2 free, no claim) beside the flag.
+#[test]
+fn only_a_release_that_opens_reads_wakes_the_crowd() {
+    let wakes = |after: u32| RwPolicy::<false, false>.release_wakes_crowd(after);
+    let aside = READERS_ASIDE;
+    // A write unlock, fair or not, and a downgrade.
+    assert_eq!(wakes(FREE | aside), aside);
+    assert_eq!(wakes(FREE | HANDOFF | aside), aside);
+    assert_eq!(wakes((FREE - 1) | aside), aside);
+    // A dropped claim with readers inside.
+    assert_eq!(wakes((FREE - 2) | aside), aside);
+    // Under a claim, asleep or not, reads stay shut.
+    assert_eq!(wakes(FREE | CLAIMED | aside), 0);
+    assert_eq!(wakes((FREE - 1) | CLAIMED | PARKED | aside), 0);
+    // A write hold, and the read limit, let no read in.
+    assert_eq!(wakes(aside), 0);
+    assert_eq!(wakes(1 | aside), 0);
+    // Without the flag nobody sleeps there; the fair lock never sets it.
+    assert_eq!(wakes(FREE), 0);
+    assert_eq!(RwPolicy::<true, false>.release_wakes_crowd(FREE | aside), 0);
+}
+
+/// W6: every take keeps the crowd's flag, so that only the clear of a
+/// release that opens reads removes it; and the flag refuses nothing.
+#[test]
+fn every_take_keeps_the_crowd_flag() {
+    let aside = READERS_ASIDE;
+    let write = RwPolicy::<false, false>.try_acquire_exclusive(FREE | aside, FREE, false);
+    assert_eq!(write, Some(aside));
+    let read = RwPolicy::<false, false>.try_acquire_shared((FREE - 1) | aside, 1, false);
+    assert_eq!(read.map(|a| a.value), Some((FREE - 2) | aside));
+    let recursive =
+        RwPolicy::<false, true>.try_acquire_shared((FREE - 1) | CLAIMED | aside, 1, false);
+    assert_eq!(
+        recursive.map(|a| a.value),
+        Some((FREE - 2) | CLAIMED | aside)
+    );
+    // A write unlock opens reads and clears the flag.
+    let lock = RwCore::<false>::new();
+    assert!(lock.try_write());
+    assert!(lock.sync.fetch_update_value(|v| Some(v | aside)).is_ok());
+    // SAFETY: this thread holds the write lock.
+    unsafe { lock.unlock_write(false) };
+    assert_eq!(queue::value_of(lock.sync.state()), FREE);
 }
 
 #[test]
