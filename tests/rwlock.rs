@@ -236,22 +236,29 @@ fn fair_lock_serves_in_arrival_order() {
     assert_eq!(&order[3..], ["W3", "R4"], "{order:?}");
 }
 
+/// Spawns `n` readers that each read, wait inside until all `n` hold the
+/// lock at once, and return the value they read.
+fn readers_that_meet_inside<R: Raw>(lock: &Arc<Lock<R>>, n: usize) -> Vec<thread::JoinHandle<u64>> {
+    let inside = Arc::new(Barrier::new(n));
+    (0..n)
+        .map(|_| {
+            let (lock, inside) = (Arc::clone(lock), Arc::clone(&inside));
+            thread::spawn(move || {
+                let seen = *lock.read();
+                inside.wait(); // every reader holds at once
+                seen
+            })
+        })
+        .collect()
+}
+
 /// A write unlock wakes every reader queued behind it as one batch: all
 /// are inside together (each waits, inside, for all the others).
 fn readers_queued_behind_a_writer_wake_together<R: Raw>() {
     let n = if cfg!(miri) { 3 } else { 6 };
     let lock = Arc::new(Lock::<R>::new(0));
     let w = lock.write();
-    let inside = Arc::new(Barrier::new(n));
-    let readers: Vec<_> = (0..n)
-        .map(|_| {
-            let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
-            thread::spawn(move || {
-                let _r = lock.read();
-                inside.wait(); // every reader holds at once
-            })
-        })
-        .collect();
+    let readers = readers_that_meet_inside(&lock, n);
     wait_until("every reader queues", || queued(&lock) == n);
     drop(w);
     for r in readers {
@@ -269,17 +276,7 @@ fn readers_turned_away_wait_aside_behind_a_queued_writer() {
     let n = if cfg!(miri) { 3 } else { 4 };
     let lock = Arc::new(Lock::<RawRwLock>::new(0));
     let w = lock.write();
-    let inside = Arc::new(Barrier::new(n));
-    let readers: Vec<_> = (0..n)
-        .map(|_| {
-            let (lock, inside) = (Arc::clone(&lock), Arc::clone(&inside));
-            thread::spawn(move || {
-                let seen = *lock.read();
-                inside.wait(); // every reader holds at once
-                seen
-            })
-        })
-        .collect();
+    let readers = readers_that_meet_inside(&lock, n);
     // SAFETY: reads the state only.
     let shown = || format!("{:?}", unsafe { lock.raw() });
     wait_until("every reader waits aside", || {
