@@ -365,11 +365,14 @@ impl<R: AsyncRawMutex, T: ?Sized> fmt::Debug for Lock<'_, R, T> {
 /// ```
 pub trait RwLockAsync<R: AsyncRawRwLock, T: ?Sized> {
     /// Waits, without blocking the thread, for a read, in the same queue
-    /// and order as threads that call `read`.
+    /// as threads that call `read`. A task's read always waits in the
+    /// queue; a nonfair lock's thread that a writer turns away waits
+    /// aside instead (see [`RawRwLock`](crate::RawRwLock)'s `# Fairness`).
     ///
     /// # Panics
     ///
-    /// If the read count is at its limit (2^28 − 1 holds).
+    /// If the read count is at its limit (see
+    /// [`RawRwLock`](crate::RawRwLock)'s `# Limits`).
     ///
     /// # Cancel safety
     ///

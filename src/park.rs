@@ -13,10 +13,10 @@
 //!
 //! # Invariants
 //!
-//! * **K1, keys are never dereferenced.** A key is a node address (or a
-//!   synchronizer's key aside, K3); a late
-//!   `unpark_one` on a key whose node was freed and reused only causes a
-//!   spurious wake-up, which every caller's park loop absorbs.
+//! * **K1, keys are never dereferenced.** A key is a node address (or one
+//!   of a synchronizer's keys aside, K3); a late unpark on a key whose node
+//!   was freed and reused only causes a spurious wake-up, which every
+//!   caller's park loop absorbs.
 //! * **K2, validate under the lock.** `validate` runs with the key's queue
 //!   locked, and `unpark_one` and `unpark_all` take the same lock. A waker
 //!   that changes what `validate` tests *before* it unparks is therefore

@@ -95,9 +95,13 @@
 //!   reader sleeps through an open lock. Every take and release keeps the
 //!   flag (an acquire's new value carries it, a release only adds), so only
 //!   that clear removes it. A woken read that finds no writer in but is
-//!   refused (a queued writer next, a hand-off) queues as before. The flag
-//!   is ignored by every other test (`free_of`), and a crowd reader counts
-//!   in `queue_length`.
+//!   refused (a queued writer next, a hand-off) queues as before. A timed
+//!   read that times out aside leaves the flag, so the flag says only that
+//!   a reader may sleep there: it costs a later release one wake of nobody.
+//!   Every other test reads the value without the flag (`free_of`), except
+//!   the write's idle fast path (`try_take_idle`), which compares the whole
+//!   value and so takes the hook's path when the flag is set. A crowd
+//!   reader counts in `queue_length`.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -155,8 +159,8 @@ impl<const FAIR: bool, const RECURSIVE: bool> Policy for RwPolicy<FAIR, RECURSIV
         }
         Some(Acquired {
             // W4: the claim's bits stay, `PARKED` too: the claimant
-            // sleeps until the last of these readers leaves. W6: so does
-            // the crowd's flag.
+            // sleeps until the last of these readers leaves. W6: the
+            // crowd's flag stays too.
             value: (free - 1) | (value & (CLAIMED | PARKED | READERS_ASIDE)),
             propagate: free > 2 && !claimed, // another read fits after this one
         })
@@ -604,10 +608,11 @@ macro_rules! raw_rwlock {
         impl $name {
             /// How many threads wait, readers and writers (a snapshot): those
             /// queued, and the nonfair lock's readers that a writer turned
-            /// away and that sleep until it leaves (each counted from just
-            /// before it parks until it returns, up to 65,535 of them). A
-            /// nonfair writer that claims the lock from the readers inside is
-            /// not counted. The
+            /// away and that sleep until a release opens reads again (each
+            /// counted from just before it parks until it returns, up to
+            /// 65,535 of them). A nonfair writer that claims the lock from the
+            /// readers inside is not counted, asleep or not; `Debug` shows
+            /// its claim (`write_claimed`). The
             /// JDK's `getQueueLength()`; reach it through
             /// [`lock_api::RwLock::raw`].
             ///
@@ -664,7 +669,7 @@ macro_rules! raw_rwlock {
                     .field("readers", &self.lock.readers())
                     .field("write_claimed", &self.lock.write_claimed())
                     .field("queued", &queue::waiters_of(self.lock.sync.state()))
-                    .field("reading_aside", &self.lock.sync.crowd_len())
+                    .field("waiting_aside", &self.lock.sync.crowd_len())
                     .finish()
             }
         }
@@ -689,13 +694,15 @@ raw_rwlock!(
     /// for the readers inside to leave, and then sleeps until the last of
     /// them unlocks (parking_lot's writer does the same). A timed writer
     /// whose deadline passes first gives the claim up and returns, and only
-    /// then do the readers it turned away get in. A reader thread (not a
-    /// task) that a writer holding or claiming the lock turns away does not
-    /// queue either: it spins briefly, then sleeps until the writer's unlock
-    /// (or a downgrade, or a dropped claim) wakes all such readers at once,
-    /// as parking_lot's readers do; a reader that then finds a writer queued
-    /// first queues behind it. Queued threads are served in FIFO order;
-    /// readers queued together wake together. A
+    /// then do the readers it turned away get in. A reader thread's read
+    /// (timed or not; not a task's, not a recursive one) that a writer
+    /// holding or claiming the lock turns away does not queue either: it
+    /// spins briefly, then sleeps aside until the writer's unlock (or a
+    /// downgrade, or a dropped claim) wakes all such readers at once, as
+    /// parking_lot's readers do. Readers aside hold no place in the queue:
+    /// a writer that queues while they sleep goes first, and a reader that
+    /// wakes to find a writer queued first queues behind it. Queued threads
+    /// are served in FIFO order; readers queued together wake together. A
     /// recursive read (`read_recursive`) never waits behind a queued or
     /// claiming writer, so a thread that already reads cannot deadlock
     /// taking a second read.

@@ -19,6 +19,8 @@ use common::{join_bounded, wait_until, BOUND};
 
 type Lock<R> = lock_api::RwLock<R, u64>;
 
+/// The threads waiting: queued, or (the nonfair lock's reads a writer
+/// turned away) asleep aside; `queue_length` counts both.
 fn queued<R: Raw, T>(lock: &lock_api::RwLock<R, T>) -> usize {
     // SAFETY: only reads the raw lock's state.
     R::queue_length(unsafe { lock.raw() })
@@ -191,7 +193,7 @@ fn arriving_readers_defer_to_a_queued_writer<R: Raw>() {
             *g
         })
     };
-    wait_until("the reader queues", || queued(&lock) == ahead + 1);
+    wait_until("the reader waits", || queued(&lock) == ahead + 1);
     assert!(!reader_in.load(SeqCst), "a reader passed a queued writer");
     assert!(lock.try_read().is_none(), "try_read passed a queued writer");
     let again = lock.read_recursive();
@@ -252,14 +254,15 @@ fn readers_that_meet_inside<R: Raw>(lock: &Arc<Lock<R>>, n: usize) -> Vec<thread
         .collect()
 }
 
-/// A write unlock wakes every reader queued behind it as one batch: all
-/// are inside together (each waits, inside, for all the others).
+/// A write unlock wakes every reader waiting behind it as one batch (the
+/// fair lock's queued readers, the nonfair lock's readers aside): all are
+/// inside together (each waits, inside, for all the others).
 fn readers_queued_behind_a_writer_wake_together<R: Raw>() {
     let n = if cfg!(miri) { 3 } else { 6 };
     let lock = Arc::new(Lock::<R>::new(0));
     let w = lock.write();
     let readers = readers_that_meet_inside(&lock, n);
-    wait_until("every reader queues", || queued(&lock) == n);
+    wait_until("every reader waits", || queued(&lock) == n);
     drop(w);
     for r in readers {
         join_bounded(r);
@@ -280,7 +283,7 @@ fn readers_turned_away_wait_aside_behind_a_queued_writer() {
     // SAFETY: reads the state only.
     let shown = || format!("{:?}", unsafe { lock.raw() });
     wait_until("every reader waits aside", || {
-        shown().contains(&format!("queued: 0, reading_aside: {n}"))
+        shown().contains(&format!("queued: 0, waiting_aside: {n}"))
     });
     assert_eq!(queued(&lock), n);
     let writer = {
@@ -288,7 +291,7 @@ fn readers_turned_away_wait_aside_behind_a_queued_writer() {
         thread::spawn(move || *lock.write() = 1)
     };
     wait_until("the writer queues", || {
-        shown().contains(&format!("queued: 1, reading_aside: {n}"))
+        shown().contains(&format!("queued: 1, waiting_aside: {n}"))
     });
     drop(w);
     join_bounded(writer);
@@ -309,7 +312,7 @@ fn downgrade_lets_readers_in_and_keeps_writers_out<R: Raw>() {
         let lock = Arc::clone(&lock);
         thread::spawn(move || *lock.read())
     };
-    wait_until("the reader queues", || queued(&lock) == 1);
+    wait_until("the reader waits", || queued(&lock) == 1);
     let r = lock_api::RwLockWriteGuard::downgrade(w);
     assert_eq!(
         join_bounded(reader),
@@ -548,7 +551,7 @@ fn a_claimant_that_times_out_lets_in_the_readers_it_turned_away() {
         let lock = Arc::clone(&lock);
         thread::spawn(move || *lock.read())
     };
-    wait_until("the reader queues", || queued(&lock) == 1);
+    wait_until("the reader waits", || queued(&lock) == 1);
     drop(r);
     join_bounded(writer);
     assert_eq!(join_bounded(reader), 1, "the reader came after the writer");

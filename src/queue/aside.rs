@@ -15,7 +15,8 @@
 //! RMW (`wake_aside_after`): a release, a give-back (O3) and a change
 //! through `update_value_releasing`. They run after the RMW, so a sleeper's
 //! `validate` (under the key's bucket lock) or its next look sees the new
-//! value (K2). Nothing here runs outside code: the unparks only wake threads.
+//! value (K2). No outside code runs here (O1): the unparks only wake
+//! threads.
 
 use super::policy::Policy;
 use super::state::value_of;
@@ -25,7 +26,7 @@ use crate::park::{unpark_all, unpark_one};
 
 impl RawSync {
     /// Parks the calling thread aside, outside the queue, on this
-    /// synchronizer's own key (K3 in `park.rs`), unless `validate` (given
+    /// synchronizer's first key aside (K3 in `park.rs`), unless `validate` (given
     /// the value, read under the key's bucket lock: K2) returns `false`;
     /// until a release whose policy asks for it
     /// ([`Policy::release_wakes_aside`]) wakes it, or until `deadline`.
@@ -131,7 +132,6 @@ impl RawSync {
 /// the models' waits) alone: no protocol step reads it, so its updates are
 /// relaxed, and it stops at `u16::MAX` (two bytes fit beside `RawSync`'s
 /// other fields in its 64).
-#[derive(Debug)]
 pub(crate) struct CrowdCount {
     threads: AtomicU16,
 }

@@ -439,9 +439,10 @@ impl RawSync {
     }
 
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;
-    /// for changes that admit no waiter: a take, or a flag that the policy's
-    /// hooks ignore or that only refuses (a read-write lock's claim and
-    /// crowd flag, W4 and W6 in `rwlock.rs`). Returns the old value, or
+    /// for changes that admit no waiter: a take, or setting or clearing a
+    /// flag that no acquire hook reads or that only refuses (a read-write
+    /// lock's claim and crowd flag, W4 and W6 in `rwlock.rs`). Returns the
+    /// old value, or
     /// `Err(value)` if `f` returned `None`.
     pub(crate) fn fetch_update_value(&self, f: impl FnMut(u32) -> Option<u32>) -> Result<u32, u32> {
         self.update_value(|_| false, f)

@@ -129,7 +129,7 @@ pub(crate) trait Policy {
     /// Whether a release (or a give-back, O3, or a change through
     /// [`RawSync::update_value_releasing`](super::RawSync::update_value_releasing))
     /// that left the value at `after` must wake the one thread that may
-    /// sleep aside, outside the queue, keyed by the synchronizer
+    /// sleep aside, outside the queue, on the synchronizer's first key aside
     /// ([`RawSync::park_aside`](super::RawSync::park_aside)): a read-write
     /// lock's claimant waiting for the last reader to leave (W4 in
     /// `rwlock.rs`). Asked after every such RMW, queue or not, so it must be

@@ -1,6 +1,8 @@
 //! Releasing: the release's RMW on the state word, and the pass through
 //! the head that wakes waiters and propagates (`releaseShared`,
-//! `doReleaseShared`, `setHeadAndPropagate`, `unparkSuccessor`).
+//! `doReleaseShared`, `setHeadAndPropagate`, `unparkSuccessor`). Between
+//! the two, each release wakes the threads its policy lets wait aside
+//! (`aside.rs`).
 
 use std::ptr;
 
@@ -37,8 +39,9 @@ impl RawSync {
     /// Gives back exactly what a queued acquire took from the value
     /// (`taken`, hand-off bits included), after a waker that the acquire
     /// woke panicked (O3): the acquire's caller gets the panic and not the
-    /// hold. The inverse of the acquire's CAS, then a release's pass
-    /// through the head if the discipline says someone may need it. A
+    /// hold. The inverse of the acquire's CAS, then the wakes aside and a
+    /// release's pass through the head if the discipline says someone may
+    /// need it, as a release. A
     /// panic of a waker that this wakes is dropped (the first one is the
     /// caller's); every waker is still woken. (Adding back cannot
     /// overflow: every policy bounds its value with the holds counted in.)
@@ -56,8 +59,9 @@ impl RawSync {
         }
     }
 
-    /// The release of either mode: one RMW on the word, then through the head
-    /// if the discipline says someone may need it. Returns the first panic of
+    /// The release of either mode: one RMW on the word, the wakes aside that
+    /// the policy asks for (`aside.rs`), then through the head if the
+    /// discipline says someone may need it. Returns the first panic of
     /// a waker it woke (after its guard has left: O1).
     #[inline]
     pub(super) fn release_caught<P: Policy + ?Sized>(
@@ -124,7 +128,9 @@ impl RawSync {
     /// waiter that the old value refused: a write claim dropped with readers
     /// inside, or with a hand-off restored beside it (W4 in `rwlock.rs`).
     /// `f` maps the value to the new one and says whether the change may
-    /// admit a waiter; it runs in a CAS loop, as a release's RMW. If it may,
+    /// admit a waiter; it runs in a CAS loop, as a release's RMW. After it,
+    /// the policy's hooks may wake threads aside (`wake_aside_after` in
+    /// `aside.rs`: a dropped claim wakes the reads it turned aside). If it may,
     /// and the discipline says a queued waiter may need it (read from the
     /// word the CAS replaced, as a release reads it), this goes through the
     /// head as a release does: a waiter that armed before the CAS is woken,

@@ -54,7 +54,7 @@ fn assert_free<const FAIR: bool>(lock: &RwCore<FAIR>) {
 /// Waits (yielding, which costs no preemption) until `n` threads wait:
 /// queued, or (a nonfair read that a writer turned away: W6) in the crowd
 /// aside, counted from just before its park's check.
-fn until_queued<const FAIR: bool>(lock: &RwCore<FAIR>, n: u32) {
+fn until_waiting<const FAIR: bool>(lock: &RwCore<FAIR>, n: u32) {
     while queue::waiters_of(lock.sync.state()) + lock.sync.crowd_len() < n {
         thread::yield_now();
     }
@@ -191,7 +191,7 @@ fn readers_batch_behind_a_writer<const FAIR: bool>() {
         assert!(lock.write(None));
         let mut threads = Vec::new();
         for i in 0..2 {
-            until_queued(&lock, i);
+            until_waiting(&lock, i);
             let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
             threads.push(thread::spawn(move || {
                 assert!(lock.read(None));
@@ -200,7 +200,7 @@ fn readers_batch_behind_a_writer<const FAIR: bool>() {
                 unsafe { lock.unlock_read() };
             }));
         }
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         threads.push({
             let (lock, cell) = (Arc::clone(&lock), Arc::clone(&cell));
             thread::spawn(move || {
@@ -210,7 +210,7 @@ fn readers_batch_behind_a_writer<const FAIR: bool>() {
                 unsafe { lock.unlock_write(false) };
             })
         });
-        until_queued(&lock, 3);
+        until_waiting(&lock, 3);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
         for t in threads {
@@ -235,7 +235,7 @@ fn readers_batch_behind_a_writer_fair() {
 /// still reading, joins the reader: the queued reader must get in beside
 /// main's read (a downgrade wakes queued readers). A downgrade that skipped
 /// the queue leaves the reader asleep and main waiting for it: loom's
-/// deadlock. In the nonfair twin the reader waits aside (W6), and the
+/// deadlock (`downgrade_no_wake` fails the fair twin). In the nonfair twin the reader waits aside (W6), and the
 /// downgrade must wake the crowd: `downgrade_leaves_the_crowd_asleep` fails
 /// it. Bound 2.
 fn downgrade_while_readers_queue<const FAIR: bool>() {
@@ -250,7 +250,7 @@ fn downgrade_while_readers_queue<const FAIR: bool>() {
                 unsafe { lock.unlock_read() };
             })
         };
-        until_queued(&lock, 1);
+        until_waiting(&lock, 1);
         // SAFETY: main holds the write lock.
         unsafe { lock.downgrade() };
         // Main still reads: the reader finishes only if they share.
@@ -327,7 +327,7 @@ fn arriving_reader_defers_to_a_queued_writer<const FAIR: bool>() {
         let lock = Arc::new(RwCore::<FAIR>::new());
         assert!(lock.read(None));
         let writer = spawn_queued_writer(&lock);
-        until_queued(&lock, 1);
+        until_waiting(&lock, 1);
         assert!(!lock.try_read(), "a reader passed a queued writer");
         assert!(
             lock.try_read_recursive(),
@@ -382,7 +382,7 @@ fn handed_off_lock_refuses_arriving_readers_nonfair() {
                 unsafe { lock.unlock_write(false) };
             })
         };
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         drop(read);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(true) };
@@ -415,7 +415,7 @@ fn arriving_reader_defers_to_a_writer_behind_a_woken_reader_nonfair() {
         assert!(lock.write(None));
         let read = Read::queued(&lock);
         let writer = spawn_writer(&lock);
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         assert!(!lock.try_read(), "a reader got in beside a writer");
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
@@ -444,7 +444,7 @@ fn arriving_reader_sees_a_writer_queued_after_its_last_look_nonfair() {
             "a reader deferred with only a woken reader queued"
         );
         let writer = spawn_queued_writer(&lock);
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         defer_then_drain(&lock, read, 1, writer);
     });
 }
@@ -468,7 +468,7 @@ fn arriving_reader_sees_a_writer_behind_a_new_head_nonfair() {
         assert!(lock.write(None));
         let mut a = Read::queued(&lock);
         let writer = spawn_writer(&lock);
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
         // It keeps what it takes until main has looked: a read release
@@ -510,7 +510,7 @@ fn arriving_reader_joins_a_batch_nobody_has_woken_before_a_writer_nonfair() {
         let a = Read::queued(&lock);
         let b = Read::queued(&lock);
         let writer = spawn_writer(&lock);
-        until_queued(&lock, 3);
+        until_waiting(&lock, 3);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
         assert!(

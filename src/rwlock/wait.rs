@@ -15,8 +15,13 @@ impl<const FAIR: bool> RwCore<FAIR> {
     /// A nonfair read's wait (W6): while a writer holds or claims the lock,
     /// spin, then sleep in the crowd aside until a release opens reads
     /// again, and try again; refused for another reason (a writer queued
-    /// next, a hand-off, the read limit), queue. Returns `false`, holding
-    /// nothing, once `deadline` passed.
+    /// next, a hand-off), queue. Returns `false`, holding nothing, once
+    /// `deadline` passed.
+    ///
+    /// # Panics
+    ///
+    /// If the read count reached its limit meanwhile, as `read` does
+    /// before it waits.
     #[inline(never)]
     pub(super) fn read_aside(&self, deadline: Option<Instant>) -> bool {
         let policy = &RwPolicy::<FAIR, false>;
@@ -27,6 +32,7 @@ impl<const FAIR: bool> RwCore<FAIR> {
                     return true;
                 }
                 if !writer_in(queue::value_of(self.sync.state())) {
+                    self.check_read_limit();
                     return self.sync.acquire_shared(policy, 1, deadline).is_ok();
                 }
                 if deadline.is_some_and(deadline_passed) {

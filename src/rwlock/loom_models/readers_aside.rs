@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::thread;
 
-use super::{assert_free, until_queued};
+use super::{assert_free, until_waiting};
 use crate::loom::model::{check, Guarded};
 use crate::queue;
 use crate::rwlock::{RwCore, CLAIMED, READERS_ASIDE};
@@ -43,8 +43,9 @@ fn spawn_reader(
 /// A write unlock wakes the whole crowd: main holds the write lock; two
 /// readers arrive, are turned away and sleep aside (main waits until both
 /// count there). Main unlocks: both must get in. A wake of one leaves the
-/// other asleep with the flag gone (a loom deadlock). Bound 1: the unlock
-/// against the second reader's flag and park. The planted bug
+/// other asleep with the flag gone (a loom deadlock). Bound 1: both have
+/// set the flag, so the unlock races the second reader's park and its
+/// check. The planted bug
 /// `crowd_wakes_one` fails here.
 #[test]
 fn write_unlock_wakes_the_whole_crowd_nonfair() {
@@ -52,7 +53,7 @@ fn write_unlock_wakes_the_whole_crowd_nonfair() {
         let lock = Arc::new(RwCore::<false>::new());
         assert!(lock.write(None));
         let readers = [spawn_reader(&lock, None), spawn_reader(&lock, None)];
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         // SAFETY: main holds the write lock.
         unsafe { lock.unlock_write(false) };
         for (reader, _) in readers {
@@ -126,8 +127,8 @@ fn crowd_misses_no_release_to_a_read_nonfair() {
 enum Claimant {
     /// Untimed: it takes the lock once main unlocks.
     Untimed,
-    /// Timed, and main holds its read until the claim returns: the
-    /// claimant drops its claim with main inside.
+    /// Timed, and main, once the reader is aside, holds its read until the
+    /// claim returns: the claimant drops its claim with main inside.
     TimedDrops,
     /// Timed, and main unlocks at once: the claimant may give up on a lock
     /// that came free, and take it in the give-up's CAS.

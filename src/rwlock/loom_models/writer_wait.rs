@@ -14,7 +14,7 @@ use loom::thread;
 
 use super::{assert_free, spawn_writer};
 #[cfg(feature = "async")]
-use super::{until_queued, Read};
+use super::{until_waiting, Read};
 use crate::loom::model::check;
 use crate::queue;
 #[cfg(feature = "async")]
@@ -435,7 +435,7 @@ fn cancelled_writer_wakes_the_reader_behind_it_nonfair() {
                 unsafe { lock.unlock_read() };
             })
         };
-        until_queued(&lock, 2);
+        until_waiting(&lock, 2);
         drop(write);
         // Main still reads: the reader gets in beside it, or nobody wakes it.
         reader.join().unwrap();
