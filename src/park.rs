@@ -74,10 +74,9 @@ pub(crate) fn park(
     use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
     let (before_sleep, timed_out, token) = (|| {}, |_, _| {}, DEFAULT_PARK_TOKEN);
     let park = parking_lot_core::park;
-    // SAFETY: K1, K3: `key` is our node's or one of our synchronizer's keys
-    // aside, so no other synchronizer parks on it; `validate` is a load and a
-    // test (no panic, no parking_lot call); the other two callbacks do
-    // nothing.
+    // SAFETY: K1, K3: `key` is our node's or one of our keys aside, so no other
+    // synchronizer parks on it; `validate` is a load and a test (no panic, no
+    // parking_lot call); the other two callbacks do nothing.
     let result = unsafe { park(key, validate, before_sleep, timed_out, token, deadline) };
     match result {
         ParkResult::Unparked(_) => Parked::Woken,
