@@ -319,10 +319,27 @@ impl<const FAIR: bool> RwCore<FAIR> {
         }
     }
 
+    /// A read's fast path, small enough to inline into the caller: it takes
+    /// only where the policy, with nobody queued, would take exactly one unit
+    /// and keep every flag: no writer holds or claims the lock (W1, W4), no
+    /// hand-off waits to be cleared (W2), and the limit is not reached.
+    /// (No idle-state CAS, as for writes: readers usually find other readers
+    /// inside.)
+    #[inline]
+    fn try_read_unqueued(&self) -> bool {
+        self.sync
+            .try_take_one_unqueued(|value| value & (HANDOFF | CLAIMED) == 0 && free_of(value) >= 2)
+    }
+
     #[inline]
     pub(crate) fn read(&self, deadline: Option<Instant>) -> bool {
-        // No idle-state CAS first (as for writes): readers usually find
-        // other readers inside, and a failed CAS would cost them an RMW.
+        self.try_read_unqueued() || self.read_slow(deadline)
+    }
+
+    /// A read whose fast path failed: the arrival through the policy (which
+    /// looks for a queued writer), then the wait.
+    #[inline(never)]
+    fn read_slow(&self, deadline: Option<Instant>) -> bool {
         if self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1) == TryAcquire::Acquired {
             return true;
         }
@@ -337,6 +354,9 @@ impl<const FAIR: bool> RwCore<FAIR> {
 
     #[inline]
     fn try_read(&self) -> bool {
+        if self.try_read_unqueued() {
+            return true;
+        }
         let taken = self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1);
         if taken != TryAcquire::Acquired {
             self.check_read_limit();

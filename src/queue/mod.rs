@@ -323,6 +323,7 @@ pub(crate) type Payload = Box<dyn std::any::Any + Send + 'static>;
 /// Propagates the panic of outside code that a queue call ran after its
 /// bookkeeping (O3), to that call's caller; unless the thread is already
 /// unwinding, where a second panic would abort: then it is dropped.
+#[inline]
 pub(crate) fn propagate(result: Result<(), Payload>) {
     if let Err(payload) = result {
         if !std::thread::panicking() {
@@ -436,6 +437,25 @@ impl RawSync {
         self.state
             .compare_exchange(state::initial(free), state::initial(taken), AcqRel, Relaxed)
             .is_ok()
+    }
+
+    /// An arrival's take of one unit while the queue's half of the word is
+    /// clear (nobody queued, not armed, not closed): one load and one CAS,
+    /// small enough to inline into the caller. `grants(value)` must be what
+    /// the caller's policy answers an arrival with nobody queued, taking
+    /// exactly one unit and keeping every flag; on `false` (refused, or the
+    /// CAS lost) the caller goes the usual way, through the policy.
+    #[inline]
+    pub(crate) fn try_take_one_unqueued(&self, grants: impl FnOnce(u32) -> bool) -> bool {
+        let s = self.state.load(Relaxed);
+        state::queue_half_clear(s)
+            && grants(state::value_of(s))
+            // AcqRel, as an arrival's CAS: Acquire pairs with the release
+            // that put the value there.
+            && self
+                .state
+                .compare_exchange_weak(s, s - state::value_delta(1), AcqRel, Relaxed)
+                .is_ok()
     }
 
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;

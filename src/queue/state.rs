@@ -51,6 +51,13 @@ pub(crate) const fn is_closed(state: u64) -> bool {
     state & CLOSED != 0
 }
 
+/// Whether the queue's half of a state word is clear: nobody queued, not
+/// armed, not closed.
+#[inline]
+pub(crate) const fn queue_half_clear(state: u64) -> bool {
+    state & LOW_MASK == 0
+}
+
 /// `state` with its value replaced by `value`.
 #[inline]
 pub(crate) const fn with_value(state: u64, value: u32) -> u64 {
