@@ -319,45 +319,52 @@ impl<const FAIR: bool> RwCore<FAIR> {
         }
     }
 
-    /// A read's fast path, small enough to inline into the caller: it takes
-    /// only where the policy, with nobody queued, would take exactly one unit
-    /// and keep every flag: no writer holds or claims the lock (W1, W4), no
-    /// hand-off waits to be cleared (W2), and the limit is not reached.
-    /// (No idle-state CAS, as for writes: readers usually find other readers
-    /// inside.)
+    /// A read's fast path, small enough to inline into the caller. With
+    /// nobody counted in the word, it takes only the policy's grants that
+    /// take one unit and keep every flag: no writer holds or claims the lock
+    /// (W1, W4), no hand-off is pending (W2; the policy would grant and clear
+    /// it, which is left to the usual way), and the limit is not reached.
+    /// Otherwise it returns the word it saw. (No idle-state CAS, as for
+    /// writes: readers usually find other readers inside.)
     #[inline]
-    fn try_read_unqueued(&self) -> bool {
+    fn try_read_unqueued(&self) -> Result<(), u64> {
         self.sync
             .try_take_one_unqueued(|value| value & (HANDOFF | CLAIMED) == 0 && free_of(value) >= 2)
     }
 
     #[inline]
     pub(crate) fn read(&self, deadline: Option<Instant>) -> bool {
-        self.try_read_unqueued() || self.read_slow(deadline)
+        match self.try_read_unqueued() {
+            Ok(()) => true,
+            Err(seen) => self.read_slow(seen, deadline),
+        }
     }
 
-    /// A read whose fast path failed: the arrival through the policy (which
-    /// looks for a queued writer), then the wait.
+    /// A read whose fast path failed, from the word it saw: the arrival
+    /// through the policy (which defers to a queued writer, or in the fair
+    /// lock to anyone queued), then the wait.
     #[inline(never)]
-    fn read_slow(&self, deadline: Option<Instant>) -> bool {
-        if self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1) == TryAcquire::Acquired {
+    fn read_slow(&self, seen: u64, deadline: Option<Instant>) -> bool {
+        let policy = &RwPolicy::<FAIR, false>;
+        if self.sync.try_acquire_shared_from(policy, 1, seen) == TryAcquire::Acquired {
             return true;
         }
         self.check_read_limit();
         if !FAIR {
             return self.read_aside(deadline);
         }
-        self.sync
-            .acquire_shared(&RwPolicy::<FAIR, false>, 1, deadline)
-            .is_ok()
+        self.sync.acquire_shared(policy, 1, deadline).is_ok()
     }
 
     #[inline]
     fn try_read(&self) -> bool {
-        if self.try_read_unqueued() {
-            return true;
-        }
-        let taken = self.sync.try_acquire_shared(&RwPolicy::<FAIR, false>, 1);
+        let seen = match self.try_read_unqueued() {
+            Ok(()) => return true,
+            Err(seen) => seen,
+        };
+        let taken = self
+            .sync
+            .try_acquire_shared_from(&RwPolicy::<FAIR, false>, 1, seen);
         if taken != TryAcquire::Acquired {
             self.check_read_limit();
         }

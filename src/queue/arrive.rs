@@ -32,6 +32,18 @@ impl RawSync {
         self.arrive(policy, Mode::Shared, arg)
     }
 
+    /// [`RawSync::try_acquire_shared`] from a word the caller has just
+    /// loaded (`seen`), so as not to load it again: the CAS checks it.
+    #[inline]
+    pub(crate) fn try_acquire_shared_from<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        arg: u32,
+        seen: u64,
+    ) -> TryAcquire {
+        self.arrive_from(policy, Mode::Shared, arg, seen)
+    }
+
     /// Tries to acquire in exclusive mode without queueing, as an arriving
     /// thread.
     #[inline]
@@ -51,7 +63,18 @@ impl RawSync {
         mode: Mode,
         arg: u32,
     ) -> TryAcquire {
-        let mut s = self.state.load(Relaxed);
+        self.arrive_from(policy, mode, arg, self.state.load(Relaxed))
+    }
+
+    /// The arrival's CAS loop from the word `s`, loaded by the caller.
+    #[inline]
+    fn arrive_from<P: Policy + ?Sized>(
+        &self,
+        policy: &P,
+        mode: Mode,
+        arg: u32,
+        mut s: u64,
+    ) -> TryAcquire {
         loop {
             let acquired = if is_closed(s) {
                 None

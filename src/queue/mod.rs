@@ -326,9 +326,15 @@ pub(crate) type Payload = Box<dyn std::any::Any + Send + 'static>;
 #[inline]
 pub(crate) fn propagate(result: Result<(), Payload>) {
     if let Err(payload) = result {
-        if !std::thread::panicking() {
-            std::panic::resume_unwind(payload);
-        }
+        propagate_panic(payload);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn propagate_panic(payload: Payload) {
+    if !std::thread::panicking() {
+        std::panic::resume_unwind(payload);
     }
 }
 
@@ -440,22 +446,29 @@ impl RawSync {
     }
 
     /// An arrival's take of one unit while the queue's half of the word is
-    /// clear (nobody queued, not armed, not closed): one load and one CAS,
-    /// small enough to inline into the caller. `grants(value)` must be what
-    /// the caller's policy answers an arrival with nobody queued, taking
-    /// exactly one unit and keeping every flag; on `false` (refused, or the
-    /// CAS lost) the caller goes the usual way, through the policy.
+    /// clear (nobody counted in it (Q1), not armed, not closed): one load and
+    /// one CAS, small enough to inline into the caller. `grants(value)` must
+    /// be true only where the caller's policy grants an arrival with nobody
+    /// counted a take of exactly one unit that keeps every flag (so the value
+    /// is at least 1). On a refusal or a failed CAS (lost, or spurious) it
+    /// returns the word it saw last, for the caller to go the usual way
+    /// from, through the policy (`RawSync::try_acquire_shared_from`),
+    /// without loading it again.
     #[inline]
-    pub(crate) fn try_take_one_unqueued(&self, grants: impl FnOnce(u32) -> bool) -> bool {
+    pub(crate) fn try_take_one_unqueued(
+        &self,
+        grants: impl FnOnce(u32) -> bool,
+    ) -> Result<(), u64> {
         let s = self.state.load(Relaxed);
-        state::queue_half_clear(s)
-            && grants(state::value_of(s))
-            // AcqRel, as an arrival's CAS: Acquire pairs with the release
-            // that put the value there.
-            && self
-                .state
-                .compare_exchange_weak(s, s - state::value_delta(1), AcqRel, Relaxed)
-                .is_ok()
+        if !state::queue_half_clear(s) || !grants(state::value_of(s)) {
+            return Err(s);
+        }
+        debug_assert!(state::value_of(s) >= 1, "a take of one unit from none");
+        // AcqRel, as an arrival's CAS: Acquire pairs with the release that
+        // put the value there.
+        self.state
+            .compare_exchange_weak(s, s - state::value_delta(1), AcqRel, Relaxed)
+            .map(drop)
     }
 
     /// Applies `f` to the value until the CAS succeeds, without waking anyone;

@@ -320,8 +320,10 @@ fn timed_write_gives_up_during_hand_off_fair() {
 /// Main reads; a writer queues first (one that does not claim: W4 has its
 /// own models); an arriving reader must not pass it, in either mode (the
 /// nonfair lock's readers defer to a writer first in line). Bound 0: the
-/// arrangement is fixed; what is checked is the arrival's look at the
-/// queue.
+/// arrangement is fixed; what is checked is the read fast path's test of
+/// the queue and the arrival's look at it (planted bugs
+/// `fast_read_passes_queue` and `reader_passes_writer` for the nonfair
+/// lock, `fair_reader_barges` for the fair one).
 fn arriving_reader_defers_to_a_queued_writer<const FAIR: bool>() {
     check(0, || {
         let lock = Arc::new(RwCore::<FAIR>::new());

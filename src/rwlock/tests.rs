@@ -1,7 +1,8 @@
 //! Unit tests of the read-write locks' core: the read limit, W5's release
 //! rule (`release_may_admit`), W4's wake aside and a recursive read under a
-//! claim, W6's crowd flag (kept by every take, cleared by the releases that
-//! open reads), `Debug`, and the debug checks on unlocks.
+//! claim, W6's crowd flag (kept by every take, the read fast path's too,
+//! cleared by the releases that open reads), a hand-off nobody waits for
+//! (W2), `Debug`, and the debug checks on unlocks.
 
 use super::*;
 
@@ -10,13 +11,11 @@ fn a_read_past_the_limit_panics_and_changes_nothing() {
     let lock = RwCore::<false>::with_readers(MAX_READERS - 1);
     assert!(lock.try_read(), "the last read below the limit");
     assert_eq!(lock.readers(), MAX_READERS);
-    for recursive in [false, true] {
-        let taken = std::panic::catch_unwind(|| {
-            if recursive {
-                lock.try_read_recursive()
-            } else {
-                lock.read(None)
-            }
+    for attempt in 0..3 {
+        let taken = std::panic::catch_unwind(|| match attempt {
+            0 => lock.read(None),
+            1 => lock.try_read(),
+            _ => lock.try_read_recursive(),
         });
         let message = *taken
             .expect_err("a read past the limit")
@@ -138,6 +137,35 @@ fn every_take_keeps_the_crowd_flag() {
     // SAFETY: this thread holds the write lock.
     unsafe { lock.unlock_write(false) };
     assert_eq!(queue::value_of(lock.sync.state()), FREE);
+    // The read fast path keeps it too (a flag left by a timed-out reader).
+    assert!(lock.sync.fetch_update_value(|v| Some(v | aside)).is_ok());
+    assert!(lock.try_read());
+    assert!(lock.read(None));
+    assert_eq!(queue::value_of(lock.sync.state()), (FREE - 2) | aside);
+}
+
+/// W2 with nobody queued: a fair write unlock leaves a hand-off that no
+/// waiter is there to take; the read fast path leaves it to the policy,
+/// which grants the read and clears it.
+#[test]
+fn a_read_clears_a_hand_off_nobody_waits_for() {
+    for (i, via_try) in [false, true].into_iter().enumerate() {
+        let lock = RwCore::<false>::new();
+        assert!(lock.try_write());
+        // SAFETY: this thread holds the write lock.
+        unsafe { lock.unlock_write(true) };
+        assert_eq!(
+            queue::value_of(lock.sync.state()),
+            FREE | HANDOFF,
+            "case {i}"
+        );
+        assert!(if via_try {
+            lock.try_read()
+        } else {
+            lock.read(None)
+        });
+        assert_eq!(queue::value_of(lock.sync.state()), FREE - 1, "case {i}");
+    }
 }
 
 #[test]

@@ -60,8 +60,9 @@ fn spawn_writer_timed(
 /// times out again and leaves. Bound 2: one preemption keeps the claimant
 /// from looking while main reads, one more places main's unlock inside the
 /// claimant's sleep or give-up. The planted bugs `write_claim_ignored`
-/// (reads ignore the claim) and `claim_unlock_wakes_nobody` (the last read
-/// unlock does not wake the claimant) fail the untimed model,
+/// (reads ignore the claim), `fast_read_passes_claim` (the read fast path
+/// ignores it) and `claim_unlock_wakes_nobody` (the last read unlock does
+/// not wake the claimant) fail the untimed model,
 /// `write_claim_kept` (the give-up leaves the claim set) the timed one.
 fn claimed_write_refuses_arriving_readers(timed: bool) {
     check(2, move || {
