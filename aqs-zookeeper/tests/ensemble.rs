@@ -35,6 +35,12 @@ fn sessions_on(ensemble: &Ensemble, i: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether a member other than the leader serves a client session now.
+fn on_a_follower(ensemble: &Ensemble) -> bool {
+    let leader = ensemble.leader();
+    (0..3).any(|i| Some(i) != leader && sessions_on(ensemble, i) > 0)
+}
+
 async fn wait_grants(grants: &AtomicUsize, n: usize, what: &str) {
     timeout(BOUND, async {
         while grants.load(Ordering::SeqCst) < n {
@@ -54,9 +60,15 @@ async fn locks_hold_while_a_follower_then_the_leader_die_and_return() {
     let in_mutex = Arc::new(AtomicUsize::new(0));
     let in_semaphore = Arc::new(AtomicUsize::new(0));
     let last_token = Arc::new(StdMutex::new(0i64));
+    // Each client picks a member at random, so all of them may land on the leader (1 in 81 for
+    // four): the first kill needs a session on a follower, so connect more until one is there.
+    let mut clients = Vec::new();
+    while clients.len() < WORKERS || !on_a_follower(&ensemble) {
+        assert!(clients.len() < 4 * WORKERS, "no session on a follower");
+        clients.push(client(&hosts).await);
+    }
     let mut workers = Vec::new();
-    for _ in 0..WORKERS {
-        let c = client(&hosts).await;
+    for c in clients {
         let mutex = Mutex::new(c.clone(), "/ensemble/mutex").unwrap();
         let semaphore = Semaphore::new(c, "/ensemble/semaphore", 2).unwrap();
         let (stop, grants, in_mutex, in_semaphore, last_token) = (
